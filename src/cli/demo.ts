@@ -1,0 +1,57 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sha256Hex } from '../access/keys.js';
+import { writeFileAtomic } from '../core/atomic-write.js';
+import { generateSnapshot } from '../snapshot/generate.js';
+import { startServer } from '../server.js';
+import { integerOption, parseOptions } from './args.js';
+import { stopOnSignals } from './serve.js';
+
+const DEMO_RECORDS = 20_000;
+const REPUBLISH_MS = 30_000;
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** A random key of 24 base62 characters (about 143 bits). */
+export function randomKey(): string {
+  return Array.from(randomBytes(24), (b) => BASE62[b % 62]).join('');
+}
+
+/**
+ * The embedded demo: a generated snapshot in a temporary folder, republished
+ * every 30 s by a simulated checker through the same watch and reload path a
+ * real checker uses (temp file + rename), and a fresh demo key.
+ */
+export async function demoCommand(args: string[]): Promise<void> {
+  const { values } = parseOptions(args, { port: { type: 'string' }, host: { type: 'string' } });
+  const port = integerOption('port', values.port ?? process.env.PORT, 8080, 0, 65535);
+  const host = values.host ?? process.env.HOST ?? '127.0.0.1';
+  const dir = mkdtempSync(join(tmpdir(), 'proxylist-demo-'));
+  const snapshot = join(dir, 'snapshot.msgpack');
+  const keys = join(dir, 'keys.json');
+  const key = randomKey();
+  writeFileSync(keys, JSON.stringify({ keys: [{ sha256: sha256Hex(key), name: 'demo' }] }, null, 2));
+  let seed = 1;
+  const publish = (): void => writeFileAtomic(snapshot, generateSnapshot({ records: DEMO_RECORDS, seed: seed++ }));
+  publish();
+
+  const server = await startServer({ snapshot, keys, port, host, logLevel: process.env.PROXYLIST_LOG_LEVEL ?? 'warn' });
+  await server.feed.settle();
+  const checker = setInterval(publish, REPUBLISH_MS);
+  checker.unref();
+  stopOnSignals(server, () => rmSync(dir, { recursive: true, force: true }));
+
+  const base = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${server.port}`;
+  process.stdout.write(
+    [
+      `proxylist demo: ${server.feed.current?.rows ?? 0} generated proxies, republished every ${REPUBLISH_MS / 1000} s`,
+      `demo key: ${key}`,
+      `try:      curl '${base}/api?key=${key}&type=socks5&count=5'`,
+      `          curl '${base}/api?key=${key}&get=json&country=us,de&count=2'`,
+      `health:   curl '${base}/health'`,
+      'Ctrl+C stops it.',
+      '',
+    ].join('\n'),
+  );
+}

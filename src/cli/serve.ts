@@ -1,0 +1,66 @@
+import { CodedError } from '../core/errors.js';
+import { LOG_LEVELS } from '../core/log.js';
+import { DEFAULT_CACHE_BYTES, startServer, type RunningServer, type ServeOptions } from '../server.js';
+import { integerOption, parseOptions } from './args.js';
+
+export const SERVE_USAGE = `proxylist serve --snapshot FILE --keys FILE [--port 8080] [--host 0.0.0.0] [--state FILE]
+                [--trust-proxy ADDR,...] [--log-level info] [--cache-mb 64]
+  environment: PROXYLIST_SNAPSHOT PROXYLIST_KEYS PORT HOST PROXYLIST_STATE PROXYLIST_TRUST_PROXY`;
+
+/** Options from the command line, each falling back to its environment variable (API.md 4). */
+export function serveOptions(args: string[], env: NodeJS.ProcessEnv): ServeOptions {
+  const { values } = parseOptions(args, {
+    snapshot: { type: 'string' },
+    keys: { type: 'string' },
+    port: { type: 'string' },
+    host: { type: 'string' },
+    state: { type: 'string' },
+    'trust-proxy': { type: 'string' },
+    'log-level': { type: 'string' },
+    'cache-mb': { type: 'string' },
+  });
+  const snapshot = values.snapshot ?? env.PROXYLIST_SNAPSHOT;
+  const keys = values.keys ?? env.PROXYLIST_KEYS;
+  if (!snapshot) throw new CodedError('E_USAGE', 'missing --snapshot FILE (or PROXYLIST_SNAPSHOT)');
+  if (!keys) throw new CodedError('E_USAGE', 'missing --keys FILE (or PROXYLIST_KEYS)');
+  const logLevel = values['log-level'] ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) throw new CodedError('E_USAGE', `--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+  const trust = values['trust-proxy'] ?? env.PROXYLIST_TRUST_PROXY;
+  return {
+    snapshot,
+    keys,
+    port: integerOption('port', values.port ?? env.PORT, 8080, 0, 65535),
+    host: values.host ?? env.HOST ?? '0.0.0.0',
+    state: values.state ?? env.PROXYLIST_STATE ?? null,
+    trustProxy: trust ? trust.split(',').map((s) => s.trim()).filter(Boolean) : [],
+    logLevel,
+    cacheBytes: integerOption('cache-mb', values['cache-mb'], DEFAULT_CACHE_BYTES / 1048576, 0, 65536) * 1048576,
+  };
+}
+
+/** SIGTERM/SIGINT stop gracefully and exit 0; a second signal exits at once. */
+export function stopOnSignals(server: RunningServer, cleanup: () => void = () => undefined): void {
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    server.log.info({ event: 'signal', signal }, `received ${signal}, stopping`);
+    server.stop().then(
+      () => {
+        cleanup();
+        process.exit(0);
+      },
+      (err) => {
+        server.log.error({ event: 'stop_failed', err }, 'stop failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+export async function serveCommand(args: string[]): Promise<void> {
+  const server = await startServer(serveOptions(args, process.env));
+  stopOnSignals(server);
+}

@@ -1,0 +1,56 @@
+import { writeFileAtomic } from '../core/atomic-write.js';
+import { CodedError } from '../core/errors.js';
+import { loadSnapshotFile } from '../snapshot/decode.js';
+import { ANONS, TYPES } from '../snapshot/format.js';
+import { generateSnapshot } from '../snapshot/generate.js';
+import { integerOption, parseOptions } from './args.js';
+
+export const SNAPSHOT_USAGE = `proxylist snapshot generate --records N --out FILE [--seed S] [--now UNIX]
+proxylist snapshot inspect FILE`;
+
+function generate(args: string[]): void {
+  const { values } = parseOptions(args, { records: { type: 'string' }, out: { type: 'string' }, seed: { type: 'string' }, now: { type: 'string' } });
+  if (!values.out) throw new CodedError('E_USAGE', 'missing --out FILE');
+  if (values.records === undefined) throw new CodedError('E_USAGE', 'missing --records N');
+  const records = integerOption('records', values.records, 0, 0, 50_000_000);
+  const bytes = generateSnapshot({
+    records,
+    seed: integerOption('seed', values.seed, 1, 0, 0xffffffff),
+    now: integerOption('now', values.now, Math.floor(Date.now() / 1000), 3600, 0xffffffff),
+  });
+  writeFileAtomic(values.out, bytes);
+  process.stdout.write(`wrote ${records} records (${bytes.length} bytes) to ${values.out}\n`);
+}
+
+/** The checker's pre-publish check: exits non-zero when the server would reject the file. */
+function inspect(args: string[]): void {
+  const { positionals } = parseOptions(args, {}, true);
+  if (positionals.length !== 1) throw new CodedError('E_USAGE', 'usage: proxylist snapshot inspect FILE');
+  const { columns, meta } = loadSnapshotFile(positionals[0]);
+  const tally = (codes: ArrayLike<number>, names: readonly string[]): Record<string, number> => {
+    const counts: Record<string, number> = Object.fromEntries(names.map((n) => [n, 0]));
+    for (let i = 0; i < columns.rows; i++) counts[names[codes[i]]]++;
+    return counts;
+  };
+  const byCountry = Object.entries(tally(columns.country, meta.countries)).sort((a, b) => b[1] - a[1]);
+  const report = {
+    file: positionals[0],
+    generated_at: meta.generatedAt,
+    services: meta.services,
+    records: columns.rows,
+    skipped: meta.skipped,
+    duplicates_dropped: meta.duplicates,
+    skip_reasons: meta.skipReasons,
+    by_type: tally(columns.type, TYPES),
+    by_anon: tally(columns.anon, ANONS),
+    by_country: Object.fromEntries(byCountry),
+  };
+  process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+}
+
+export function snapshotCommand(args: string[]): void {
+  const [sub, ...rest] = args;
+  if (sub === 'generate') return generate(rest);
+  if (sub === 'inspect') return inspect(rest);
+  throw new CodedError('E_USAGE', SNAPSHOT_USAGE);
+}

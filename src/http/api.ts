@@ -1,0 +1,81 @@
+import type { Clock } from '../core/clock.js';
+import type { KeysFeed } from '../access/keys-feed.js';
+import { parsePlan } from '../query/parse.js';
+import { planKey, type Plan } from '../query/plan.js';
+import { readQuery } from '../query/query-string.js';
+import { execute } from '../query/execute.js';
+import { renderBody } from '../render/body.js';
+import { OutputBuffer } from '../render/output-buffer.js';
+import { DEFAULT_SERVICES } from '../snapshot/format.js';
+import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
+import type { ResponseCache } from './response-cache.js';
+import { send, sendError, type Headers } from './send.js';
+import type { HttpRequest, HttpResponse } from './uws.js';
+
+export const MAX_TARGET_BYTES = 8192;
+
+const TEXT = 'text/plain; charset=utf-8';
+const JSON_TYPE = 'application/json; charset=utf-8';
+const SUCCESS_HEADERS: Record<Plan['get'], Headers> = {
+  txt: [['Content-Type', TEXT], ['Cache-Control', 'no-store']],
+  'txt.file': [['Content-Type', TEXT], ['Cache-Control', 'no-store'], ['Content-Disposition', 'attachment; filename="proxies.txt"']],
+  json: [['Content-Type', JSON_TYPE], ['Cache-Control', 'no-store']],
+  'json.file': [['Content-Type', JSON_TYPE], ['Cache-Control', 'no-store'], ['Content-Disposition', 'attachment; filename="proxies.json"']],
+};
+
+export interface ApiDeps {
+  clock: Clock;
+  feed: SnapshotFeed;
+  keys: KeysFeed;
+  cache: ResponseCache;
+}
+
+/** True when the request target (path, `?`, query) is longer than 8192 bytes. */
+export function targetTooLong(url: string, query: string | undefined): boolean {
+  const chars = url.length + (query === undefined ? 0 : query.length + 1);
+  if (chars <= MAX_TARGET_BYTES / 3) return false; // even all 3-byte UTF-8 would fit
+  return Buffer.byteLength(url) + (query === undefined ? 0 : Buffer.byteLength(query) + 1) > MAX_TARGET_BYTES;
+}
+
+/**
+ * GET and HEAD /api. Synchronous from start to the first write: the store is
+ * read once, the body is rendered into one reused buffer, and sent.
+ * Checks run in the order of API.md 1.4.
+ */
+export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRequest, head: boolean) => void {
+  const out = new OutputBuffer();
+  return (res, req, head) => {
+    const query = req.getQuery();
+    if (targetTooLong(req.getUrl(), query)) return sendError(res, '414 URI Too Long', 'Request URI too long', head);
+    const raw = readQuery(query);
+
+    const presented = raw.values.get('key');
+    if (raw.malformed === 'key') return sendError(res, '400 Bad Request', 'Malformed percent-encoding in parameter key', head);
+    if (!presented) return sendError(res, '401 Unauthorized', 'Access key not provided', head);
+    if (presented.length > 1) return sendError(res, '400 Bad Request', 'Parameter key is given more than once', head);
+    const nowMs = deps.clock.nowMs();
+    const entry = deps.keys.table.find(presented[0], nowMs);
+    if (!entry) return sendError(res, '401 Unauthorized', 'Invalid access key', head);
+
+    const store = deps.feed.current;
+    const parsed = parsePlan(raw, store?.meta.services ?? DEFAULT_SERVICES);
+    if (!parsed.ok) return sendError(res, '400 Bad Request', parsed.message, head);
+    if (!store) return sendError(res, '503 Service Unavailable', 'Proxy list is not loaded yet', head, [['Retry-After', '5']]);
+
+    const plan = parsed.plan;
+    const nowS = Math.floor(nowMs / 1000);
+    const end = store.prefixEnd(nowS - plan.time);
+    const headers = SUCCESS_HEADERS[plan.get];
+    // The envelope carries the time to the second, so wrapped bodies are cached per second.
+    const key = deps.cache.enabled ? `${store.source.generation}|${end}|${plan.json && plan.wrap ? nowS : ''}|${planKey(plan)}` : '';
+    const cached = deps.cache.enabled ? deps.cache.get(key) : undefined;
+    if (cached) return send(res, '200 OK', headers, cached, head, false);
+
+    out.reset();
+    const n = execute(store, plan, end);
+    renderBody(out, store, plan, store.scratch.rows, n, nowMs);
+    const body = out.view();
+    const kept = deps.cache.enabled ? deps.cache.put(key, body) : undefined;
+    send(res, '200 OK', headers, kept ?? body, head, kept === undefined);
+  };
+}

@@ -1,0 +1,140 @@
+import { ANONS, RECORD_FIELDS, TYPES, parseIPv4 } from '../snapshot/format.js';
+import type { Get, IpItem, Plan } from './plan.js';
+import type { RawParams } from './query-string.js';
+
+export const DEFAULT_TIME_S = 600;
+const GETS: readonly Get[] = ['txt', 'json', 'txt.file', 'json.file'];
+const OUTPUT_ONLY = ['timecheck', 'ip_out'];
+
+/** A value echoed into an error: control characters dropped, at most 64 characters. */
+export function echo(value: string): string {
+  // eslint-disable-next-line no-control-regex
+  return value.replace(/[\u0000-\u001f\u007f-\u009f]/g, '').slice(0, 64);
+}
+
+class BadParam extends Error {}
+
+const invalid = (name: string, value: string, allowed: string): BadParam =>
+  new BadParam(`Invalid ${name} "${echo(value)}"; allowed: ${allowed}`);
+
+export type ParseResult = { ok: true; plan: Plan } | { ok: false; message: string };
+
+/**
+ * Turns the decoded parameters into a validated plan (API.md 1.1 to 1.3).
+ * `services` are the loaded snapshot's names, which `service` and `fields` accept.
+ */
+export function parsePlan(raw: RawParams, services: readonly string[]): ParseResult {
+  try {
+    return { ok: true, plan: buildPlan(raw, services) };
+  } catch (err) {
+    if (err instanceof BadParam) return { ok: false, message: err.message };
+    throw err;
+  }
+}
+
+function buildPlan(raw: RawParams, services: readonly string[]): Plan {
+  if (raw.malformed !== null) throw new BadParam(`Malformed percent-encoding in parameter ${echo(raw.malformed)}`);
+  const v = raw.values;
+  for (const name of OUTPUT_ONLY) {
+    if (v.has(name)) throw new BadParam(`Parameter ${name} is output-only and cannot be used as a filter`);
+  }
+
+  const scalar = (name: string): string | null => {
+    const list = v.get(name);
+    if (!list) return null;
+    if (list.length > 1) throw new BadParam(`Parameter ${name} is given more than once`);
+    return list[0];
+  };
+  const list = (name: string): string[] | null => {
+    const given = v.get(name);
+    if (!given) return null;
+    const items = given.flatMap((s) => s.split(',')).map((s) => s.trim()).filter((s) => s !== '');
+    return items.length > 0 ? items : null;
+  };
+  const integer = (name: string, min: number, max: number, allowed: string): number | null => {
+    const s = scalar(name);
+    if (s === null) return null;
+    const n = /^[0-9]+$/.test(s) ? Number(s) : NaN;
+    if (!(n >= min && n <= max)) throw invalid(name, s, allowed);
+    return n;
+  };
+  const choice = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
+    const s = scalar(name);
+    if (s === null) return fallback;
+    const lower = s.toLowerCase() as T;
+    if (!allowed.includes(lower)) throw invalid(name, s, allowed.join(', '));
+    return lower;
+  };
+  const flag = (name: string, fallback: boolean): boolean => choice(name, ['0', '1'], fallback ? '1' : '0') === '1';
+  /** Items of a list parameter mapped through `resolve`, without duplicates, in first-given order. */
+  const resolved = <T>(name: string, resolve: (item: string) => T | undefined, allowed: string, dedupeBy?: (t: T) => unknown): T[] | null => {
+    const items = list(name);
+    if (!items) return null;
+    const out: T[] = [];
+    const seen = new Set<unknown>();
+    for (const item of items) {
+      const t = resolve(item);
+      if (t === undefined) throw invalid(name, item, allowed);
+      const id = dedupeBy ? dedupeBy(t) : t;
+      if (!seen.has(id)) {
+        seen.add(id);
+        out.push(t);
+      }
+    }
+    return out;
+  };
+  const enumIndex = (names: readonly string[]) => (item: string) => {
+    const i = names.indexOf(item.toLowerCase());
+    return i < 0 ? undefined : i;
+  };
+  const MAX_INT = Number.MAX_SAFE_INTEGER;
+
+  const types = resolved('type', enumIndex(TYPES), TYPES.join(', '));
+  const anons = resolved('anon', enumIndex(ANONS), ANONS.join(', '));
+  const ping = integer('ping', 1, MAX_INT, 'an integer >= 1 (milliseconds)');
+  const time = integer('time', 1, MAX_INT, 'an integer >= 1 (seconds)') ?? DEFAULT_TIME_S;
+  const works = integer('works', 0, 100, 'an integer from 0 to 100');
+  const countries = resolved('country', (s) => (/^[A-Za-z]{2}$/.test(s) ? s.toUpperCase() : undefined), 'two-letter country codes');
+  const cm = choice('cm', ['include', 'except'], 'include');
+  const countryMode = choice('country_mode', ['include', 'except'], cm);
+  if (v.has('cm') && v.has('country_mode') && cm !== countryMode) {
+    throw new BadParam('Parameters cm and country_mode disagree; allowed: include or except, the same in both');
+  }
+  const cities = resolved('city', (s) => s, 'city names');
+  const lowerServices = services.map((s) => s.toLowerCase());
+  const services_ = resolved('service', (s) => services[lowerServices.indexOf(s.toLowerCase())], services.join(', '));
+  const count = integer('count', 1, MAX_INT, 'an integer >= 1');
+  const lang = choice('lang', ['ru', 'en'], 'ru');
+  const get = choice('get', GETS, 'txt');
+  const json = get === 'json' || get === 'json.file';
+
+  const plan: Plan = {
+    types, anons, ping, time, works, countries, countryMode, cities, services: services_, count, lang, get, json,
+    typePrefix: false, fields: null, splitIp: false, pretty: true, wrap: false, format: 'array', ips: null,
+  };
+  // Parameters of the other output are ignored and not validated.
+  if (!json) {
+    plan.typePrefix = flag('type_prefix', false);
+    return plan;
+  }
+  const fieldNames = [...RECORD_FIELDS, ...services];
+  const lowerFields = fieldNames.map((f) => f.toLowerCase());
+  const fields = resolved('fields', (s) => fieldNames[lowerFields.indexOf(s.toLowerCase())], fieldNames.join(', '));
+  plan.fields = fields && fieldNames.filter((f) => fields.includes(f));
+  plan.splitIp = flag('split_ip', false);
+  plan.pretty = flag('pretty', true);
+  plan.wrap = flag('wrap', false);
+  plan.format = choice('format', ['array', 'object'], 'array');
+  plan.ips = resolved('ip', parseIpItem, 'a.b.c.d or a.b.c.d:port', (i) => i.text);
+  return plan;
+}
+
+function parseIpItem(text: string): IpItem | undefined {
+  const colon = text.indexOf(':');
+  const ip = parseIPv4(colon < 0 ? text : text.slice(0, colon));
+  if (ip < 0) return undefined;
+  if (colon < 0) return { text, ip, port: -1 };
+  const portText = text.slice(colon + 1);
+  const port = /^[0-9]{1,5}$/.test(portText) ? Number(portText) : 0;
+  return port >= 1 && port <= 65535 ? { text, ip, port } : undefined;
+}

@@ -1,0 +1,51 @@
+/** A validated /api request: what to select and how to write it. */
+export type Get = 'txt' | 'json' | 'txt.file' | 'json.file';
+
+export interface IpItem {
+  /** As given, trimmed: the form shown in the envelope's filters. */
+  text: string;
+  ip: number;
+  /** -1 for a bare address, which matches any port. */
+  port: number;
+}
+
+export interface Plan {
+  /** Type codes, in first-given order, without duplicates; null = no filter. */
+  types: number[] | null;
+  anons: number[] | null;
+  ping: number | null;
+  time: number;
+  works: number | null;
+  /** Upper-case codes. */
+  countries: string[] | null;
+  countryMode: 'include' | 'except';
+  /** As given, trimmed (the envelope shows these); matched normalized. */
+  cities: string[] | null;
+  /** Service names as the snapshot spells them. */
+  services: string[] | null;
+  count: number | null;
+  lang: 'ru' | 'en';
+  get: Get;
+  json: boolean;
+  typePrefix: boolean;
+  /** JSON keys to output, canonical names; null = all. */
+  fields: string[] | null;
+  splitIp: boolean;
+  pretty: boolean;
+  wrap: boolean;
+  format: 'array' | 'object';
+  /** JSON only. */
+  ips: IpItem[] | null;
+}
+
+/**
+ * The response cache key: everything the body depends on, in one fixed order,
+ * and nothing else (the other output's parameters are left out).
+ */
+export function planKey(p: Plan): string {
+  const select = [p.types, p.anons, p.ping, p.time, p.works, p.countries, p.countries ? p.countryMode : '', p.cities, p.services, p.count];
+  const output = p.json
+    ? [p.get, p.lang, p.fields, p.splitIp, p.pretty, p.wrap, p.format, p.ips?.map((i) => i.text) ?? null]
+    : [p.get, p.typePrefix];
+  return JSON.stringify([select, output]);
+}

@@ -1,0 +1,47 @@
+const PAGE = 64 * 1024;
+/** A buffer that grew past this for one large body is dropped after it, not kept for ever. */
+const RETAIN_LIMIT = 8 * 1024 * 1024;
+
+/**
+ * One reusable byte buffer, grown in pages. Renderers reserve the worst case
+ * for a row, then write with plain index stores. The bytes are valid until the
+ * next `reset()`, so whoever must keep them longer copies them out.
+ */
+export class OutputBuffer {
+  buf = new Uint8Array(PAGE);
+  pos = 0;
+
+  reset(): void {
+    if (this.buf.length > RETAIN_LIMIT) this.buf = new Uint8Array(PAGE);
+    this.pos = 0;
+  }
+
+  reserve(bytes: number): Uint8Array {
+    const need = this.pos + bytes;
+    if (need > this.buf.length) {
+      const grown = new Uint8Array(Math.ceil(Math.max(need, this.buf.length * 2) / PAGE) * PAGE);
+      grown.set(this.buf.subarray(0, this.pos));
+      this.buf = grown;
+    }
+    return this.buf;
+  }
+
+  append(bytes: Uint8Array): void {
+    this.reserve(bytes.length).set(bytes, this.pos);
+    this.pos += bytes.length;
+  }
+
+  view(): Uint8Array {
+    return this.buf.subarray(0, this.pos);
+  }
+}
+
+/** Copies src[start, end) to dst at pos; short pieces by hand, which beats `set` on a view. */
+export function copyBytes(dst: Uint8Array, pos: number, src: Uint8Array, start: number, end: number): number {
+  if (end - start > 48) {
+    dst.set(src.subarray(start, end), pos);
+    return pos + end - start;
+  }
+  for (let i = start; i < end; i++) dst[pos++] = src[i];
+  return pos;
+}

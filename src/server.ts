@@ -1,0 +1,86 @@
+import { KeysFeed } from './access/keys-feed.js';
+import { systemClock, type Clock } from './core/clock.js';
+import { CodedError } from './core/errors.js';
+import type { FollowOptions } from './core/follow-file.js';
+import { createLogger, type Logger } from './core/log.js';
+import { createApp } from './http/app.js';
+import { ResponseCache } from './http/response-cache.js';
+import { streaming } from './http/send.js';
+import { loadUws, type TemplatedApp, type us_listen_socket } from './http/uws.js';
+import { SnapshotFeed } from './snapshot/snapshot-feed.js';
+
+export interface ServeOptions {
+  snapshot: string;
+  keys: string;
+  port: number;
+  host: string;
+  state?: string | null;
+  trustProxy?: string[];
+  logLevel?: string;
+  /** Response cache size; 0 turns the cache off. */
+  cacheBytes?: number;
+  clock?: Clock;
+  log?: Logger;
+  follow?: FollowOptions;
+}
+
+export const DEFAULT_CACHE_BYTES = 64 * 1024 * 1024;
+const DRAIN_LIMIT_MS = 10_000;
+
+export interface RunningServer {
+  port: number;
+  feed: SnapshotFeed;
+  keys: KeysFeed;
+  cache: ResponseCache;
+  log: Logger;
+  /** Stops accepting, lets bodies in flight finish (10 s at most), then closes. */
+  stop(): Promise<void>;
+}
+
+function listen(app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
+  // Exclusive: by default uWebSockets.js binds with SO_REUSEPORT, and a second
+  // instance would silently share the port.
+  const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
+  return new Promise((resolve, reject) => {
+    (app.listen as unknown as (h: string, p: number, o: number, cb: (t: us_listen_socket | false) => void) => void)(host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, (token) => {
+      if (token) resolve(token);
+      else reject(new CodedError('E_LISTEN', `cannot listen on ${host}:${port}: the port is in use or the address is not available`));
+    });
+  });
+}
+
+export async function startServer(o: ServeOptions): Promise<RunningServer> {
+  const clock = o.clock ?? systemClock;
+  const log = o.log ?? createLogger(o.logLevel);
+  const uws = loadUws();
+  const feed = new SnapshotFeed(o.snapshot, clock, log, o.follow);
+  const keys = new KeysFeed(o.keys, log, o.follow);
+  const cache = new ResponseCache(o.cacheBytes ?? DEFAULT_CACHE_BYTES);
+  feed.onSwap(() => cache.clear());
+  const app = createApp({ clock, feed, keys, cache, log });
+
+  let token: us_listen_socket;
+  try {
+    token = await listen(app, o.host, o.port);
+  } catch (err) {
+    (app as unknown as { close(): void }).close();
+    throw err;
+  }
+  const port = uws.us_socket_local_port(token as never);
+  await keys.start();
+  const firstLoad = feed.start();
+  log.info({ event: 'listening', host: o.host, port, snapshot: feed.path, keys: o.keys, cache_bytes: o.cacheBytes ?? DEFAULT_CACHE_BYTES }, `listening on ${o.host}:${port}`);
+
+  let stopping: Promise<void> | null = null;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      uws.us_listen_socket_close(token);
+      const deadline = Date.now() + DRAIN_LIMIT_MS;
+      while (streaming.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await firstLoad.catch(() => undefined);
+      await Promise.all([feed.close(), keys.close()]);
+      (app as unknown as { close(): void }).close();
+      log.info({ event: 'stopped' }, 'stopped');
+    })());
+  return { port, feed, keys, cache, log, stop };
+}

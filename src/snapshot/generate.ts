@@ -1,0 +1,107 @@
+import { Packr } from 'msgpackr';
+import { ANONS, DEFAULT_SERVICES, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, TYPES, type SnapshotRecord } from './format.js';
+
+/** Country → [weight, cities as [ru, en]]: roughly the mix of public proxy lists. */
+const GEO: Array<[string, number, Array<[string, string]>]> = [
+  ['US', 16, [['Нью-Йорк', 'New York'], ['Лос-Анджелес', 'Los Angeles'], ['Чикаго', 'Chicago'], ['Даллас', 'Dallas']]],
+  ['RU', 12, [['Москва', 'Moscow'], ['Санкт-Петербург', 'Saint Petersburg'], ['Новосибирск', 'Novosibirsk'], ['Екатеринбург', 'Yekaterinburg']]],
+  ['DE', 8, [['Франкфурт-на-Майне', 'Frankfurt am Main'], ['Берлин', 'Berlin'], ['Мюнхен', 'Munich']]],
+  ['CN', 7, [['Пекин', 'Beijing'], ['Шанхай', 'Shanghai'], ['Гуанчжоу', 'Guangzhou']]],
+  ['BR', 6, [['Сан-Паулу', 'São Paulo'], ['Рио-де-Жанейро', 'Rio de Janeiro']]],
+  ['IN', 5, [['Мумбаи', 'Mumbai'], ['Дели', 'Delhi'], ['Бангалор', 'Bangalore']]],
+  ['ID', 5, [['Джакарта', 'Jakarta'], ['Сурабая', 'Surabaya']]],
+  ['UA', 4, [['Киев', 'Kyiv'], ['Харьков', 'Kharkiv'], ['Одесса', 'Odesa']]],
+  ['FR', 4, [['Париж', 'Paris'], ['Марсель', 'Marseille']]],
+  ['NL', 4, [['Амстердам', 'Amsterdam'], ['Роттердам', 'Rotterdam']]],
+  ['GB', 4, [['Лондон', 'London'], ['Манчестер', 'Manchester']]],
+  ['JP', 3, [['Токио', 'Tokyo'], ['Осака', 'Osaka']]],
+  ['KR', 3, [['Сеул', 'Seoul']]],
+  ['SG', 3, [['Сингапур', 'Singapore']]],
+  ['TR', 3, [['Стамбул', 'Istanbul'], ['Анкара', 'Ankara']]],
+  ['VN', 3, [['Ханой', 'Hanoi'], ['Хошимин', 'Ho Chi Minh City']]],
+  ['TH', 2, [['Бангкок', 'Bangkok']]],
+  ['PL', 2, [['Варшава', 'Warsaw'], ['Краков', 'Kraków']]],
+  ['KZ', 2, [['Алматы', 'Almaty'], ['Астана', 'Astana']]],
+  ['CA', 2, [['Торонто', 'Toronto'], ['Монреаль', 'Montreal']]],
+  ['AR', 1, [['Буэнос-Айрес', 'Buenos Aires']]],
+  ['MX', 1, [['Мехико', 'Mexico City']]],
+  ['ZA', 1, [['Йоханнесбург', 'Johannesburg']]],
+  ['EG', 1, [['Каир', 'Cairo']]],
+  ['IR', 1, [['Тегеран', 'Tehran']]],
+  ['BD', 1, [['Дакка', 'Dhaka']]],
+];
+const PORTS = [80, 8080, 3128, 1080, 8888, 443, 8000, 9050, 4145, 1081, 8118, 999, 53281, 60000];
+const SERVICE_SHARE = [0.15, 0.55, 0.35, 0.4, 0.5];
+
+/** mulberry32: small, fast, and the same sequence for the same seed everywhere. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface GenerateOptions {
+  records: number;
+  seed?: number;
+  /** Unix seconds; `checked_at` spreads over the hour before it. */
+  now?: number;
+}
+
+/** A realistic synthetic snapshot; the same options give the same records. */
+export function generateRecords(o: GenerateOptions): SnapshotRecord[] {
+  const rand = prng(o.seed ?? 1);
+  const now = o.now ?? Math.floor(Date.now() / 1000);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)];
+  const weighted = <T>(items: readonly T[], weights: readonly number[]): T => {
+    let x = rand() * weights.reduce((a, b) => a + b, 0);
+    for (let i = 0; i < items.length; i++) if ((x -= weights[i]) < 0) return items[i];
+    return items[items.length - 1];
+  };
+  const randomIp = (): string => `${1 + Math.floor(rand() * 222)}.${Math.floor(rand() * 256)}.${Math.floor(rand() * 256)}.${1 + Math.floor(rand() * 254)}`;
+  const geoWeights = GEO.map((g) => g[1]);
+  const records: SnapshotRecord[] = [];
+  while (records.length < o.records) {
+    const [country, , cities] = weighted(GEO, geoWeights);
+    const [ru, en] = pick(cities);
+    const cityShape = rand();
+    const record: SnapshotRecord = {
+      ip: randomIp(),
+      port: rand() < 0.8 ? pick(PORTS) : 1024 + Math.floor(rand() * 64000),
+      type: weighted(TYPES, [40, 20, 15, 25]),
+      anon: weighted(ANONS, [30, 30, 40]),
+      ping_ms: Math.round((30 + Math.exp(rand() * 8.5)) * 100) / 100,
+      checked_at: now - Math.floor(rand() * 3600),
+      country: rand() < 0.9 ? country : country.toLowerCase(),
+      works: Math.min(100, Math.floor(Math.sqrt(rand()) * 101)),
+      services: DEFAULT_SERVICES.filter((_, i) => rand() < SERVICE_SHARE[i]),
+    };
+    if (cityShape < 0.85) record.city = { ru, en };
+    else if (cityShape < 0.9) record.city = { en };
+    else if (cityShape < 0.93) record.city = { ru };
+    if (rand() < 0.3) record.ip_out = randomIp();
+    records.push(record);
+    // One address often serves several protocols, and checkers repeat themselves.
+    if (rand() < 0.1 && records.length < o.records) {
+      records.push({ ...record, type: TYPES[(TYPES.indexOf(record.type as never) + 1 + Math.floor(rand() * 3)) % 4], checked_at: now - Math.floor(rand() * 3600) });
+    }
+    if (rand() < 0.005 && records.length < o.records) records.push({ ...record, checked_at: record.checked_at - 1 - Math.floor(rand() * 600) });
+  }
+  return records;
+}
+
+export function encodeSnapshot(records: readonly unknown[], generatedAt: number, services?: string[]): Uint8Array {
+  const doc: Record<string, unknown> = { format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, generated_at: generatedAt };
+  if (services) doc.services = services;
+  doc.proxies = records;
+  return new Packr({ useRecords: false }).pack(doc);
+}
+
+export function generateSnapshot(o: GenerateOptions): Uint8Array {
+  const now = o.now ?? Math.floor(Date.now() / 1000);
+  return encodeSnapshot(generateRecords({ ...o, now }), now);
+}

@@ -1,0 +1,80 @@
+import type { Clock } from '../core/clock.js';
+import { messageOf } from '../core/errors.js';
+import { FileFollower, type FollowOptions } from '../core/follow-file.js';
+import type { Logger } from '../core/log.js';
+import { Store } from '../store/store.js';
+import { loadInWorker } from './load-in-worker.js';
+
+export interface FeedHealth {
+  store: Store | null;
+  reloadsOk: number;
+  reloadsFailed: number;
+  lastError: string | null;
+}
+
+/**
+ * The snapshot the server answers from. Each new version of the file is built
+ * in a worker and swapped in as one reference; a request reads `current` once
+ * and finishes on that store, whatever is swapped in meanwhile. A version that
+ * fails to load leaves the current store in place.
+ */
+export class SnapshotFeed {
+  current: Store | null = null;
+  reloadsOk = 0;
+  reloadsFailed = 0;
+  lastError: string | null = null;
+  private generation = 0;
+  private readonly follower: FileFollower;
+  private readonly listeners: Array<(store: Store) => void> = [];
+
+  constructor(path: string, private readonly clock: Clock, private readonly log: Logger, options?: FollowOptions) {
+    this.follower = new FileFollower(path, (p) => this.load(p), () => this.missing(), options);
+  }
+
+  get path(): string {
+    return this.follower.path;
+  }
+
+  onSwap(listener: (store: Store) => void): void {
+    this.listeners.push(listener);
+  }
+
+  start(): Promise<void> {
+    return this.follower.start();
+  }
+
+  /** Resolves once the file as it is now has been considered. */
+  settle(): Promise<void> {
+    return this.follower.check();
+  }
+
+  close(): Promise<void> {
+    return this.follower.close();
+  }
+
+  private async load(path: string): Promise<void> {
+    const started = performance.now();
+    try {
+      const { columns, meta } = await loadInWorker(path);
+      const store = new Store(columns, meta, { file: path, loadedAtMs: this.clock.nowMs(), generation: ++this.generation });
+      this.current = store;
+      this.reloadsOk++;
+      this.lastError = null;
+      for (const listener of this.listeners) listener(store);
+      this.log.info(
+        { event: 'snapshot_loaded', file: path, records: store.rows, skipped: meta.skipped, duplicates: meta.duplicates, ms: Math.round(performance.now() - started) },
+        'snapshot loaded',
+      );
+      if (meta.skipReasons.length > 0) this.log.warn({ event: 'snapshot_records_skipped', skipped: meta.skipped, first: meta.skipReasons }, 'snapshot records skipped');
+    } catch (err) {
+      this.reloadsFailed++;
+      this.lastError = messageOf(err);
+      this.log.error({ event: 'snapshot_rejected', file: path, reason: this.lastError }, 'snapshot rejected; still serving the previous one');
+    }
+  }
+
+  private missing(): void {
+    this.lastError = 'snapshot file is missing';
+    this.log.warn({ event: 'snapshot_missing', file: this.path }, this.current ? 'snapshot file is missing; still serving the last one loaded' : 'snapshot file does not exist yet; waiting for it');
+  }
+}

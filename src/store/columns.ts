@@ -1,0 +1,74 @@
+import type { BitsetFamily } from './bitset.js';
+
+/** Variable-length byte strings, one per item: item i is bytes[off[i] .. off[i+1]). */
+export interface ByteStrings {
+  bytes: Uint8Array;
+  off: Uint32Array;
+}
+
+/**
+ * Everything the worker builds, as typed arrays that transfer to the main
+ * thread without copying. Rows are in output order (freshest first).
+ */
+export interface StoreColumns {
+  rows: number;
+  ip: Uint32Array;
+  port: Uint16Array;
+  type: Uint8Array;
+  anon: Uint8Array;
+  works: Uint8Array;
+  /** Whole milliseconds; Float64 because the contract bounds ping_ms only below. */
+  ping: Float64Array;
+  checkedAt: Uint32Array;
+  country: Uint16Array;
+  city: Uint32Array;
+  /** Bit i = compatible with service i (at most 32 services). */
+  services: Uint32Array;
+  /** Same id for the rows of one ip:port (format=object keeps the first). */
+  addrId: Uint32Array;
+  addrCount: number;
+  /** Row ids ordered by ip, port, type: the `ip` filter binary-searches it. */
+  byAddress: Uint32Array;
+  /** `ip:port\n` per row, contiguous in row order, so a run of rows is one copy. */
+  lines: ByteStrings;
+  /** Bytes of the `ip` part at the start of each line. */
+  ipLen: Uint8Array;
+  ipOut: ByteStrings;
+  pingText: ByteStrings;
+  /** 19 bytes per row: `YYYY-MM-DD HH:MM:SS` in UTC+02:00. */
+  timecheck: Uint8Array;
+  typeBits: BitsetFamily;
+  anonBits: BitsetFamily;
+  countryBits: BitsetFamily;
+  serviceBits: BitsetFamily;
+  /** Rows of city id c: cityRows[cityStart[c] .. cityStart[c+1]), ascending. */
+  cityStart: Uint32Array;
+  cityRows: Uint32Array;
+  /** JSON string literals (quoted, escaped) of each city's name per language. */
+  cityJsonRu: ByteStrings;
+  cityJsonEn: ByteStrings;
+}
+
+/** The small, non-typed-array part of a build, cloned between threads. */
+export interface StoreMeta {
+  generatedAt: number;
+  services: string[];
+  /** Country codes by id, upper case. */
+  countries: string[];
+  /** City names by id; id 0 is "no city". */
+  cities: Array<{ ru: string; en: string }>;
+  skipped: number;
+  duplicates: number;
+  /** The first few reasons records were skipped. */
+  skipReasons: string[];
+}
+
+export function transferables(c: StoreColumns): ArrayBuffer[] {
+  const views: ArrayBufferView[] = [
+    c.ip, c.port, c.type, c.anon, c.works, c.ping, c.checkedAt, c.country, c.city, c.services, c.addrId, c.byAddress,
+    c.lines.bytes, c.lines.off, c.ipLen, c.ipOut.bytes, c.ipOut.off, c.pingText.bytes, c.pingText.off, c.timecheck,
+    c.typeBits.data, c.anonBits.data, c.countryBits.data, c.serviceBits.data, c.cityStart, c.cityRows,
+    c.cityJsonRu.bytes, c.cityJsonRu.off, c.cityJsonEn.bytes, c.cityJsonEn.off,
+  ];
+  return [...new Set(views.map((v) => v.buffer as ArrayBuffer))];
+}

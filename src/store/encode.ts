@@ -1,0 +1,49 @@
+/** ASCII writers over byte buffers: `(buf, pos, value) → new pos`, no allocation. */
+
+export function writeUint(buf: Uint8Array, pos: number, v: number): number {
+  if (v < 10) { buf[pos] = 48 + v; return pos + 1; }
+  let digits = 1;
+  for (let t = v; t >= 10; t = Math.floor(t / 10)) digits++;
+  let p = pos + digits;
+  for (let t = v; p > pos; t = Math.floor(t / 10)) buf[--p] = 48 + (t % 10);
+  return pos + digits;
+}
+
+export function uintLength(v: number): number {
+  let digits = 1;
+  for (let t = v; t >= 10; t = Math.floor(t / 10)) digits++;
+  return digits;
+}
+
+export function writeIPv4(buf: Uint8Array, pos: number, ip: number): number {
+  pos = writeUint(buf, pos, ip >>> 24);
+  buf[pos++] = 46;
+  pos = writeUint(buf, pos, (ip >>> 16) & 255);
+  buf[pos++] = 46;
+  pos = writeUint(buf, pos, (ip >>> 8) & 255);
+  buf[pos++] = 46;
+  return writeUint(buf, pos, ip & 255);
+}
+
+export function ipv4Length(ip: number): number {
+  return 3 + uintLength(ip >>> 24) + uintLength((ip >>> 16) & 255) + uintLength((ip >>> 8) & 255) + uintLength(ip & 255);
+}
+
+export function formatIPv4(ip: number): string {
+  return `${ip >>> 24}.${(ip >>> 16) & 255}.${(ip >>> 8) & 255}.${ip & 255}`;
+}
+
+export function writeAscii(buf: Uint8Array, pos: number, s: string): number {
+  for (let i = 0; i < s.length; i++) buf[pos++] = s.charCodeAt(i);
+  return pos;
+}
+
+/** Packs strings into one ByteStrings block (UTF-8). */
+export function packStrings(items: readonly string[]): { bytes: Uint8Array; off: Uint32Array } {
+  const encoded = items.map((s) => Buffer.from(s, 'utf8'));
+  const off = new Uint32Array(items.length + 1);
+  for (let i = 0; i < encoded.length; i++) off[i + 1] = off[i] + encoded[i].length;
+  const bytes = new Uint8Array(off[items.length]);
+  for (let i = 0; i < encoded.length; i++) bytes.set(encoded[i], off[i]);
+  return { bytes, off };
+}

@@ -1,0 +1,87 @@
+import { ANONS, TYPES } from '../snapshot/format.js';
+import { member } from './bitset.js';
+import type { ByteStrings, StoreColumns, StoreMeta } from './columns.js';
+
+/** The comparison form of a city name, API.md 1.2. */
+export const normalizeCity = (s: string): string => s.trim().normalize('NFC').toLowerCase();
+
+function longest(strings: ByteStrings): number {
+  let max = 0;
+  for (let i = 0; i + 1 < strings.off.length; i++) max = Math.max(max, strings.off[i + 1] - strings.off[i]);
+  return max;
+}
+
+export interface StoreSource {
+  file: string;
+  loadedAtMs: number;
+  generation: number;
+}
+
+/**
+ * One immutable snapshot, ready to query. Built in a worker; here only the
+ * small lookup maps are derived, and per-store scratch space is allocated once
+ * (requests run one at a time on the event loop, so scratch is never shared).
+ */
+export class Store {
+  readonly rows: number;
+  readonly words: number;
+  readonly countryId: ReadonlyMap<string, number>;
+  /** Lower-cased service name → index. */
+  readonly serviceId: ReadonlyMap<string, number>;
+  /** Normalized city name → ids of cities with that name in ru or en. */
+  readonly cityIds: ReadonlyMap<string, readonly number[]>;
+  readonly typeSets: Uint32Array[];
+  readonly anonSets: Uint32Array[];
+  readonly countrySets: Uint32Array[];
+  readonly serviceSets: Uint32Array[];
+  /** Longest city literal and ping text, bounding a row's rendered size. */
+  readonly maxCityJson: number;
+  readonly maxPingText: number;
+  /** `"XX"` per country id. */
+  readonly countryJson: Uint8Array[];
+  readonly scratch: { rows: Uint32Array; cityBits: Uint32Array; ipBits: Uint32Array; addrStamp: Uint32Array; stamp: number };
+
+  constructor(readonly c: StoreColumns, readonly meta: StoreMeta, readonly source: StoreSource) {
+    this.rows = c.rows;
+    this.words = c.typeBits.words;
+    this.countryId = new Map(meta.countries.map((code, i) => [code, i]));
+    this.serviceId = new Map(meta.services.map((name, i) => [name.toLowerCase(), i]));
+    const cityIds = new Map<string, number[]>();
+    meta.cities.forEach(({ ru, en }, id) => {
+      for (const name of new Set([normalizeCity(ru), normalizeCity(en)])) {
+        if (name === '') continue;
+        const ids = cityIds.get(name);
+        if (ids) ids.push(id);
+        else cityIds.set(name, [id]);
+      }
+    });
+    this.cityIds = cityIds;
+    this.typeSets = TYPES.map((_, i) => member(c.typeBits, i));
+    this.anonSets = ANONS.map((_, i) => member(c.anonBits, i));
+    this.countrySets = meta.countries.map((_, i) => member(c.countryBits, i));
+    this.serviceSets = meta.services.map((_, i) => member(c.serviceBits, i));
+    this.maxCityJson = Math.max(longest(c.cityJsonRu), longest(c.cityJsonEn));
+    this.maxPingText = longest(c.pingText);
+    this.countryJson = meta.countries.map((code) => Buffer.from(`"${code}"`));
+    this.scratch = {
+      rows: new Uint32Array(c.rows),
+      cityBits: new Uint32Array(this.words),
+      ipBits: new Uint32Array(this.words),
+      addrStamp: new Uint32Array(c.addrCount),
+      stamp: 0,
+    };
+  }
+
+  /** Rows checked at or after `minCheckedAt`: a prefix, since rows are freshest first. */
+  prefixEnd(minCheckedAt: number): number {
+    const t = this.c.checkedAt;
+    let lo = 0;
+    let hi = this.rows;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (t[mid] >= minCheckedAt) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+}
