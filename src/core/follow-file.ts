@@ -85,24 +85,28 @@ export class FileFollower {
       this.again = true;
       return this.running;
     }
-    this.running = (async () => {
-      do {
-        this.again = false;
-        const before = signature(this.path);
-        if (before === this.attempted) continue;
-        this.attempted = before;
-        if (before === null) {
-          this.onMissing();
-          continue;
-        }
-        // `load` reports its own failures; one must not stop the following.
-        await this.load(this.path).catch(() => undefined);
-        // Replaced or rewritten while it was being read: read it again.
-        if (signature(this.path) !== before) this.again = true;
-      } while (this.again);
-      this.running = null;
-    })();
+    this.running = this.loop();
     return this.running;
+  }
+
+  private async loop(): Promise<void> {
+    // Yield first, so `running` is set before the loop can end and clear it.
+    await null;
+    do {
+      this.again = false;
+      const before = signature(this.path);
+      if (before === this.attempted) continue;
+      this.attempted = before;
+      if (before === null) {
+        this.onMissing();
+        continue;
+      }
+      // `load` reports its own failures; one must not stop the following.
+      await this.load(this.path).catch(() => undefined);
+      // Replaced or rewritten while it was being read: read it again.
+      if (signature(this.path) !== before) this.again = true;
+    } while (this.again);
+    this.running = null;
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,83 @@
+import type { SnapshotRecord } from '../../src/snapshot/format.js';
+
+/** A seeded PRNG, so a failing query can be reproduced from the seed. */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const TYPES = ['http', 'https', 'socks4', 'socks5'];
+const ANONS = ['transparent', 'anonymous', 'elite'];
+const FIELDS = ['ip', 'port', 'ip_out', 'type', 'anon', 'ping', 'timecheck', 'country', 'city', 'works', 'smtp', 'telegram', 'avito', 'google', 'the service'];
+
+/**
+ * Valid /api query strings (without the key) spanning every parameter: lists
+ * with odd case, spaces, repeats and duplicates; cm and country_mode; cities in
+ * both languages; every output and JSON option; ip; count; no-match cases.
+ */
+export function randomQueries(records: readonly SnapshotRecord[], n: number, seed: number): string[] {
+  const rand = seeded(seed);
+  const chance = (p: number): boolean => rand() < p;
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)];
+  const some = <T>(items: readonly T[], max: number): T[] => Array.from({ length: 1 + Math.floor(rand() * max) }, () => pick(items));
+  const oddCase = (s: string): string => (chance(0.3) ? s.toUpperCase() : chance(0.3) ? s[0].toUpperCase() + s.slice(1) : s);
+  const enc = (s: string): string => (chance(0.5) ? encodeURIComponent(s) : encodeURIComponent(s).replace(/%20/g, '+'));
+  const listParam = (name: string, items: string[]): string[] => {
+    const spaced = items.map((i) => (chance(0.2) ? ` ${i} ` : i));
+    if (spaced.length > 1 && chance(0.25)) return spaced.map((i) => `${name}=${enc(i)}`); // repeated parameter
+    return [`${name}=${spaced.map(enc).join(chance(0.1) ? ',,' : ',')}`];
+  };
+  const cities = [...new Set(records.flatMap((r) => [r.city?.ru, r.city?.en]).filter((c): c is string => !!c))];
+  const countries = [...new Set(records.map((r) => r.country.toUpperCase()))];
+
+  const queries: string[] = [];
+  for (let q = 0; q < n; q++) {
+    const parts: string[] = [];
+    if (chance(0.35)) parts.push(...listParam('type', some(TYPES, 3).map(oddCase)));
+    if (chance(0.25)) parts.push(...listParam('anon', some(ANONS, 2).map(oddCase)));
+    if (chance(0.2)) parts.push(`ping=${chance(0.1) ? '0' : ''}${pick([1, 50, 120, 300, 800, 2500, 10000])}`);
+    if (chance(0.4)) parts.push(`time=${pick([1, 30, 60, 300, 600, 1200, 3600, 7200, 99999])}`);
+    if (chance(0.2)) parts.push(`works=${pick([0, 10, 50, 75, 90, 100])}`);
+    if (chance(0.35)) {
+      const codes = some([...countries, 'ZZ'], 3).map((c) => (chance(0.4) ? c.toLowerCase() : c));
+      parts.push(...listParam('country', codes));
+      const mode = pick(['include', 'except', 'INCLUDE', 'Except']);
+      const r = rand();
+      if (r < 0.3) parts.push(`cm=${mode}`);
+      else if (r < 0.5) parts.push(`country_mode=${mode}`);
+      else if (r < 0.6) parts.push(`cm=${mode}`, `country_mode=${mode.toLowerCase()}`);
+    }
+    if (chance(0.15)) parts.push(...listParam('city', some([...cities, 'Атлантида'], 2).map((c) => (chance(0.3) ? c.toUpperCase() : c))));
+    if (chance(0.25)) parts.push(...listParam('service', some(['smtp', 'telegram', 'avito', 'google', 'the service'], 2).map(oddCase)));
+    if (chance(0.5)) parts.push(`count=${chance(0.1) ? '00' : ''}${pick([1, 2, 5, 10, 50, 100, 500, 100000])}`);
+    if (chance(0.4)) parts.push(`lang=${pick(['ru', 'en', 'EN'])}`);
+    const get = pick(['txt', 'json', 'json', 'txt.file', 'json.file', 'JSON']);
+    if (get !== 'txt' || chance(0.5)) parts.push(`get=${get}`);
+    if (get.toLowerCase().startsWith('txt')) {
+      if (chance(0.4)) parts.push(`type_prefix=${pick(['0', '1'])}`);
+    } else {
+      if (chance(0.35)) parts.push(...listParam('fields', some(FIELDS, 5).map(oddCase)));
+      if (chance(0.4)) parts.push(`split_ip=${pick(['0', '1'])}`);
+      if (chance(0.4)) parts.push(`format=${pick(['array', 'object', 'OBJECT'])}`);
+      if (chance(0.3)) parts.push(`wrap=${pick(['0', '1'])}`);
+      if (chance(0.5)) parts.push(`pretty=${pick(['0', '1'])}`);
+      if (chance(0.15)) {
+        const ips = some(records, 3).map((r) => (chance(0.5) ? r.ip : `${r.ip}:${r.port}`));
+        parts.push(...listParam('ip', chance(0.2) ? [...ips, '10.255.255.1'] : ips));
+      }
+    }
+    if (chance(0.1)) parts.push(`_=${Math.floor(rand() * 1e9)}`);
+    // Parameter order does not matter: shuffle.
+    for (let i = parts.length - 1; i > 0; i--) {
+      const j = Math.floor(rand() * (i + 1));
+      [parts[i], parts[j]] = [parts[j], parts[i]];
+    }
+    queries.push(parts.join('&'));
+  }
+  return queries;
+}

@@ -1,0 +1,73 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ManualClock, type Clock } from '../../src/core/clock.js';
+import { writeFileAtomic } from '../../src/core/atomic-write.js';
+import { silentLogger } from '../../src/core/log.js';
+import { startServer, type RunningServer, type ServeOptions } from '../../src/server.js';
+
+/** The instant test snapshots are generated at: 2026-11-28 14:00:00 in UTC+02:00. */
+export const TEST_NOW_S = 1795867200;
+
+export const UNLIMITED = { per_window: null, daily: null, subnets: null };
+export const TEST_KEY = 'test-key-unlimited';
+
+export interface TestServer {
+  server: RunningServer;
+  dir: string;
+  snapshot: string;
+  keys: string;
+  clock: ManualClock;
+  base: string;
+  get(path: string, init?: RequestInit): Promise<Response>;
+  /** GET /api with the test key prepended to `query`. */
+  api(query: string): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), 'proxylist-test-'));
+}
+
+/**
+ * Starts the real server in this process on a free loopback port, with real
+ * snapshot and keys files in a temporary folder and a frozen clock.
+ */
+export async function startTestServer(o: {
+  snapshot?: Uint8Array | null;
+  keys?: unknown;
+  clock?: Clock;
+  options?: Partial<ServeOptions>;
+} = {}): Promise<TestServer> {
+  const dir = tempDir();
+  const snapshot = join(dir, 'snapshot.msgpack');
+  const keys = join(dir, 'keys.json');
+  if (o.snapshot) writeFileAtomic(snapshot, o.snapshot);
+  writeFileSync(keys, JSON.stringify(o.keys ?? { keys: [{ key: TEST_KEY, name: 'test', limits: UNLIMITED }] }));
+  const clock = (o.clock as ManualClock) ?? new ManualClock(TEST_NOW_S * 1000);
+  const server = await startServer({
+    snapshot, keys, port: 0, host: '127.0.0.1', clock, log: silentLogger,
+    follow: { debounceMs: 20, pollMs: 200 }, ...o.options,
+  });
+  await server.feed.settle();
+  const base = `http://127.0.0.1:${server.port}`;
+  return {
+    server, dir, snapshot, keys, clock, base,
+    get: (path, init) => fetch(base + path, init),
+    api: (query) => fetch(`${base}/api?key=${TEST_KEY}${query ? '&' + query : ''}`),
+    close: async () => {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Waits until `check` holds, polling; fails after `ms`. */
+export async function eventually(check: () => boolean | Promise<boolean>, ms = 5000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+}

@@ -1,0 +1,95 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { writeFileAtomic } from '../../src/core/atomic-write.js';
+import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { exitWithin, runCli } from '../helpers/cli.js';
+import { TEST_KEY, TEST_NOW_S, eventually, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+
+/** The known pitfalls of ARCHITECTURE.md that the core service touches. */
+const snapshot = encodeSnapshot(generateRecords({ records: 2000, seed: 5, now: TEST_NOW_S }), TEST_NOW_S);
+
+const test = suite<{ t: TestServer }>('uWebSockets.js pitfalls');
+test.before(async (ctx) => {
+  ctx.t = await startTestServer({ snapshot });
+});
+test.after((ctx) => ctx.t.close());
+
+test('an unexpected error inside a handler answers 500 without details, and the server keeps serving', async ({ t }) => {
+  const store = t.server.feed.current!;
+  const original = store.prefixEnd;
+  store.prefixEnd = () => {
+    throw new Error('secret internal detail');
+  };
+  try {
+    const res = await t.api('count=1&_=boom');
+    assert.is(res.status, 500);
+    const body = await res.text();
+    assert.is(body, 'Error: Internal server error');
+    assert.is(res.headers.get('content-type'), 'text/plain; charset=utf-8');
+  } finally {
+    store.prefixEnd = original;
+  }
+  const after = await t.api('count=3');
+  assert.is(after.status, 200);
+  assert.is((await after.text()).split('\n').length, 4);
+});
+
+test('HEAD answers like GET, with the same headers and no body', async ({ t }) => {
+  for (const q of ['count=5', 'get=json.file&count=2', 'type=bogus']) {
+    const get = await t.api(q);
+    const getBody = new Uint8Array(await get.arrayBuffer());
+    const head = await fetch(`${t.base}/api?key=${TEST_KEY}&${q}`, { method: 'HEAD' });
+    assert.is(head.status, get.status);
+    for (const h of ['content-type', 'cache-control', 'content-disposition']) assert.is(head.headers.get(h), get.headers.get(h), h);
+    assert.is(head.headers.get('content-length'), String(getBody.length));
+    assert.is((await head.arrayBuffer()).byteLength, 0);
+  }
+  const health = await fetch(`${t.base}/health`, { method: 'HEAD' });
+  assert.is(health.status, 200);
+});
+
+test('a query without "?" and odd queries parse as API.md says', async ({ t }) => {
+  assert.is(await (await t.get('/api')).text(), 'Error: Access key not provided');
+  const odd = await t.get(`/api?k&key=${TEST_KEY}&count=2`);
+  assert.is(odd.status, 200);
+  assert.is((await odd.text()).split('\n').length, 3);
+  const plus = await t.get(`/api?key=${TEST_KEY}&service=the+service&get=json&fields=the%20service&pretty=0&count=1`);
+  assert.is(await plus.text(), '[{"the service":true}]');
+  const lone = await t.get(`/api?&&key=${TEST_KEY}&&count=1&=x&`);
+  assert.is(lone.status, 200);
+});
+
+test.run();
+
+const processes = suite('process-level pitfalls');
+
+processes('a second instance on the same port fails to start with a clear message', async () => {
+  const dir = tempDir();
+  const snap = join(dir, 's.msgpack');
+  const keys = join(dir, 'k.json');
+  writeFileAtomic(snap, snapshot);
+  writeFileSync(keys, JSON.stringify({ keys: [] }));
+  const port = String(20000 + Math.floor(Math.random() * 20000));
+  const first = runCli(['serve', '--snapshot', snap, '--keys', keys, '--port', port, '--host', '127.0.0.1']);
+  try {
+    await eventually(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, 10000, 'first instance');
+    const second = runCli(['serve', '--snapshot', snap, '--keys', keys, '--port', port, '--host', '127.0.0.1']);
+    const code = await exitWithin(second, 10000);
+    assert.is(code, 1);
+    assert.match(second.stderr(), `cannot listen on 127.0.0.1:${port}`);
+    assert.is(second.stderr().trim().split('\n').length, 1, 'one line');
+  } finally {
+    first.proc.kill('SIGTERM');
+    assert.is(await exitWithin(first, 10000), 0);
+  }
+});
+
+processes('startup refuses the slow fallback shim', async () => {
+  const child = runCli(['serve', '--snapshot', 'x', '--keys', 'y', '--port', '0'], { UWS_USE_FALLBACK: '1' });
+  assert.is(await exitWithin(child, 10000), 1);
+  assert.match(child.stderr(), 'refusing to run on the slow fallback');
+});
+
+processes.run();

@@ -1,0 +1,61 @@
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { NaiveEngine } from '../reference/naive-engine.js';
+import { randomQueries } from '../helpers/random-queries.js';
+import { TEST_NOW_S, startTestServer, type TestServer } from '../helpers/server.js';
+
+/**
+ * The bitset engine, over HTTP, against the naive reference: byte for byte on
+ * thousands of generated queries, with the clock frozen so `time` is exact.
+ */
+const RECORDS = 20_000;
+const QUERIES = 2_500;
+const records = generateRecords({ records: RECORDS, seed: 7, now: TEST_NOW_S });
+// Also a record at the very edge of the default window, and exact ties.
+records.push({ ...records[0], ip: '203.0.113.7', port: 8080, checked_at: TEST_NOW_S - 600 });
+records.push({ ...records[0], ip: '203.0.113.8', port: 8080, checked_at: TEST_NOW_S - 601 });
+const snapshot = encodeSnapshot(records, TEST_NOW_S);
+const reference = NaiveEngine.fromFile(snapshot);
+const queries = randomQueries(records, QUERIES, 42);
+// The reference is slow by design: answer each query once for both suites.
+const expected = new Map<string, ReturnType<NaiveEngine['answer']>>();
+const referenceAnswer = (q: string, nowMs: number) => {
+  let a = expected.get(q);
+  if (!a) expected.set(q, (a = reference.answer(`key=x&${q}`, nowMs)));
+  return a;
+};
+
+for (const cache of [true, false]) {
+  const test = suite<{ t: TestServer }>(`agreement (cache ${cache ? 'on' : 'off'})`);
+  test.before(async (ctx) => {
+    ctx.t = await startTestServer({ snapshot, options: cache ? {} : { cacheBytes: 0 } });
+  });
+  test.after((ctx) => ctx.t.close());
+
+  test(`${QUERIES} generated queries give the reference's bytes and headers`, async ({ t }) => {
+    const nowMs = t.clock.nowMs();
+    let nonEmpty = 0;
+    for (const q of queries) {
+      const res = await t.api(q);
+      const body = await res.text();
+      const want = referenceAnswer(q, nowMs);
+      assert.is(res.status, want.status, `status of ?${q}\n${body}`);
+      assert.is(res.headers.get('content-type'), want.contentType, `content-type of ?${q}`);
+      assert.is(res.headers.get('content-disposition'), want.disposition, `content-disposition of ?${q}`);
+      assert.is(res.headers.get('cache-control'), 'no-store');
+      if (body !== want.body) assert.fixture(body, want.body, `body of ?${q}`);
+      if (want.body.length > 4) nonEmpty++;
+    }
+    // The generator must exercise both matches and no-matches.
+    assert.ok(nonEmpty > QUERIES / 2, `only ${nonEmpty} queries matched anything`);
+    assert.ok(nonEmpty < QUERIES, 'no query was a no-match');
+  });
+
+  test('the default window includes age 600 s and excludes 601 s', async ({ t }) => {
+    const body = await (await t.api('get=json&ip=203.0.113.7,203.0.113.8&fields=ip&pretty=0')).text();
+    assert.is(body, '[{"ip":"203.0.113.7:8080"}]');
+  });
+
+  test.run();
+}

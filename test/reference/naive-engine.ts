@@ -1,0 +1,151 @@
+/**
+ * The naive reference: the API as a capable developer would write it in an
+ * afternoon. Plain objects, Array.filter, a comparator sort, JSON.stringify,
+ * lines joined. It shares no query, store or render code with the service;
+ * only the per-record validity rule is reused, because it is not what is
+ * compared. It answers valid queries; error texts are tested elsewhere.
+ */
+import { unpack } from 'msgpackr';
+import { recordProblem, type SnapshotRecord } from '../../src/snapshot/format.js';
+
+const TYPES = ['http', 'https', 'socks4', 'socks5'];
+const DEFAULT_SERVICES = ['smtp', 'telegram', 'avito', 'google', 'the service'];
+
+export interface NaiveAnswer {
+  status: number;
+  contentType: string;
+  disposition: string | null;
+  body: string;
+}
+
+const ipNumber = (ip: string): number => ip.split('.').reduce((n, o) => n * 256 + Number(o), 0);
+const norm = (s: string): string => s.trim().normalize('NFC').toLowerCase();
+const timecheck = (unixS: number): string => new Date((unixS + 7200) * 1000).toISOString().slice(0, 19).replace('T', ' ');
+
+export class NaiveEngine {
+  readonly services: string[];
+  readonly records: SnapshotRecord[];
+
+  constructor(snapshot: { services?: string[]; proxies: unknown[] }) {
+    this.services = snapshot.services ?? DEFAULT_SERVICES;
+    const known = new Map(this.services.map((s, i) => [s, i]));
+    const valid = snapshot.proxies.filter((r) => recordProblem(r, known) === null) as SnapshotRecord[];
+    const byIdentity = new Map<string, SnapshotRecord>();
+    for (const r of valid) {
+      const id = `${r.ip}:${r.port}/${r.type}`;
+      const seen = byIdentity.get(id);
+      if (!seen || r.checked_at >= seen.checked_at) byIdentity.set(id, r);
+    }
+    this.records = [...byIdentity.values()].sort(
+      (a, b) =>
+        b.checked_at - a.checked_at ||
+        Math.round(a.ping_ms) - Math.round(b.ping_ms) ||
+        ipNumber(a.ip) - ipNumber(b.ip) ||
+        a.port - b.port ||
+        TYPES.indexOf(a.type) - TYPES.indexOf(b.type),
+    );
+  }
+
+  static fromFile(bytes: Uint8Array): NaiveEngine {
+    return new NaiveEngine(unpack(bytes));
+  }
+
+  answer(query: string, nowMs: number): NaiveAnswer {
+    const params = new URLSearchParams(query);
+    const one = (name: string): string | null => params.getAll(name).find((v) => v !== '') ?? null;
+    const list = (name: string): string[] | null => {
+      const items = params.getAll(name).join(',').split(',').map((s) => s.trim()).filter((s) => s !== '');
+      return items.length ? items : null;
+    };
+    const unique = <T>(items: T[]): T[] => items.filter((x, i) => items.indexOf(x) === i);
+
+    const types = list('type') && unique(list('type')!.map((t) => t.toLowerCase()));
+    const anons = list('anon') && unique(list('anon')!.map((t) => t.toLowerCase()));
+    const ping = one('ping') === null ? null : Number(one('ping'));
+    const time = one('time') === null ? 600 : Number(one('time'));
+    const works = one('works') === null ? null : Number(one('works'));
+    const countries = list('country') && unique(list('country')!.map((c) => c.toUpperCase()));
+    const cm = (one('cm') ?? one('country_mode') ?? 'include').toLowerCase();
+    const cities = list('city') && unique(list('city')!);
+    const lowerServices = this.services.map((s) => s.toLowerCase());
+    const services = list('service') && unique(list('service')!.map((s) => this.services[lowerServices.indexOf(s.toLowerCase())]));
+    const count = one('count') === null ? null : Number(one('count'));
+    const lang = (one('lang') ?? 'ru').toLowerCase() as 'ru' | 'en';
+    const get = (one('get') ?? 'txt').toLowerCase();
+    const nowS = Math.floor(nowMs / 1000);
+
+    let rows = this.records.filter(
+      (r) =>
+        nowS - r.checked_at <= time &&
+        (!types || types.includes(r.type)) &&
+        (!anons || anons.includes(r.anon)) &&
+        (ping === null || Math.round(r.ping_ms) <= ping) &&
+        (works === null || r.works >= works) &&
+        (!countries || countries.includes(r.country.toUpperCase()) === (cm === 'include')) &&
+        (!cities || cities.some((c) => norm(c) === norm(r.city?.ru ?? '') || norm(c) === norm(r.city?.en ?? ''))) &&
+        (!services || services.every((s) => (r.services ?? []).includes(s))),
+    );
+
+    const disposition = get.endsWith('.file') ? `attachment; filename="proxies.${get.startsWith('json') ? 'json' : 'txt'}"` : null;
+    if (!get.startsWith('json')) {
+      if (count !== null) rows = rows.slice(0, count);
+      const prefix = one('type_prefix') === '1';
+      const body = rows.map((r) => `${prefix ? r.type + '://' : ''}${r.ip}:${r.port}\n`).join('');
+      return { status: 200, contentType: 'text/plain; charset=utf-8', disposition, body };
+    }
+
+    const ips = list('ip') && unique(list('ip')!);
+    if (ips) rows = rows.filter((r) => ips.some((item) => item === r.ip || item === `${r.ip}:${r.port}`));
+    const format = (one('format') ?? 'array').toLowerCase();
+    if (format === 'object') {
+      const seen = new Set<string>();
+      rows = rows.filter((r) => !seen.has(`${r.ip}:${r.port}`) && !!seen.add(`${r.ip}:${r.port}`));
+    }
+    if (count !== null) rows = rows.slice(0, count);
+
+    const split = one('split_ip') === '1';
+    const fieldList = list('fields')?.map((f) => f.toLowerCase());
+    const wanted = (name: string): boolean => !fieldList || fieldList.includes(name.toLowerCase());
+    const toObject = (r: SnapshotRecord): Record<string, unknown> => {
+      const o: Record<string, unknown> = {};
+      if (wanted('ip')) o.ip = split ? r.ip : `${r.ip}:${r.port}`;
+      if (split && wanted('port')) o.port = String(r.port);
+      if (wanted('ip_out')) o.ip_out = r.ip_out ?? r.ip;
+      if (wanted('type')) o.type = r.type;
+      if (wanted('anon')) o.anon = r.anon;
+      if (wanted('ping')) o.ping = Math.round(r.ping_ms) / 1000;
+      if (wanted('timecheck')) o.timecheck = timecheck(r.checked_at);
+      if (wanted('country')) o.country = r.country.toUpperCase();
+      if (wanted('city')) o.city = r.city?.[lang] ?? '';
+      if (wanted('works')) o.works = String(r.works);
+      for (const s of this.services) if (wanted(s)) o[s] = (r.services ?? []).includes(s);
+      return o;
+    };
+    const data =
+      format === 'object'
+        ? Object.fromEntries(rows.map((r) => [`${r.ip}:${r.port}`, toObject(r)]))
+        : rows.map(toObject);
+
+    let value: unknown = data;
+    if (one('wrap') === '1') {
+      const filters: Record<string, unknown> = {};
+      if (types) filters.type = types;
+      if (anons) filters.anon = anons;
+      if (ping !== null) filters.ping = ping;
+      filters.time = time;
+      if (works !== null) filters.works = works;
+      if (countries) {
+        filters.country = countries;
+        filters.cm = cm;
+      }
+      if (cities) filters.city = cities;
+      if (services) filters.service = services.map((s) => s.toLowerCase());
+      if (ips) filters.ip = ips;
+      if (count !== null) filters.count = count;
+      const local = new Date(nowS * 1000 + 7200 * 1000).toISOString().slice(0, 19);
+      value = { status: 'ok', count: rows.length, timestamp: `${local}+02:00`, filters, data };
+    }
+    const body = one('pretty') === '0' ? JSON.stringify(value) : JSON.stringify(value, null, 2);
+    return { status: 200, contentType: 'application/json; charset=utf-8', disposition, body };
+  }
+}

@@ -1,0 +1,175 @@
+import { closeSync, openSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { Packr } from 'msgpackr';
+import { writeFileAtomic } from '../../src/core/atomic-write.js';
+import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { NaiveEngine } from '../reference/naive-engine.js';
+import { TEST_NOW_S, eventually, startTestServer, type TestServer } from '../helpers/server.js';
+
+/** Version v of a small snapshot: its generated_at is TEST_NOW_S + v, its records differ by seed. */
+const version = (v: number, records = 300): Uint8Array =>
+  encodeSnapshot(generateRecords({ records, seed: 100 + v, now: TEST_NOW_S }), TEST_NOW_S + v);
+
+interface Health {
+  status: string;
+  snapshot: { generated_at: string; records: number; skipped: number; file: string };
+  reloads: { ok: number; failed: number; last_error: string | null };
+}
+const health = async (t: TestServer): Promise<Health> => (await (await t.get('/health')).json()) as Health;
+const servedVersion = async (t: TestServer): Promise<number> => {
+  const iso = (await health(t)).snapshot.generated_at; // e.g. 2026-11-28T14:00:07+02:00
+  return Number(iso.slice(17, 19));
+};
+
+const test = suite<{ t: TestServer }>('snapshot reloads');
+test.before.each(async (ctx) => {
+  ctx.t = await startTestServer({ snapshot: version(0) });
+});
+test.after.each((ctx) => ctx.t.close());
+
+async function rejectedKeepsServing(t: TestServer, bytes: Uint8Array, reason: RegExp): Promise<void> {
+  const before = await (await t.api('count=20')).text();
+  const failed = (await health(t)).reloads.failed;
+  writeFileAtomic(t.snapshot, bytes);
+  await eventually(async () => (await health(t)).reloads.failed === failed + 1, 5000, 'the rejection');
+  const h = await health(t);
+  assert.match(h.reloads.last_error ?? '', reason);
+  assert.is(h.status, 'ok');
+  assert.is(await servedVersion(t), 0);
+  assert.is(await (await t.api('count=20')).text(), before);
+}
+
+test('a corrupt file is rejected and the previous data stays served', async ({ t }) => {
+  await rejectedKeepsServing(t, Buffer.from([0xc1, 0xc1, 0xc1, 0x00]), /does not decode/);
+});
+
+test('a truncated file is rejected', async ({ t }) => {
+  const good = version(1);
+  await rejectedKeepsServing(t, good.subarray(0, Math.floor(good.length / 2)), /truncated/);
+});
+
+test('wrong version, wrong format and a bad top level are rejected', async ({ t }) => {
+  const pack = (doc: unknown): Uint8Array => new Packr({ useRecords: false }).pack(doc);
+  await rejectedKeepsServing(t, pack({ format: 'proxylist.snapshot', version: 2, generated_at: 1, proxies: [] }), /version/);
+  await rejectedKeepsServing(t, pack({ format: 'other', version: 1, generated_at: 1, proxies: [] }), /format/);
+  await rejectedKeepsServing(t, pack({ format: 'proxylist.snapshot', version: 1, generated_at: 1, proxies: {} }), /proxies/);
+  await rejectedKeepsServing(t, pack([1, 2, 3]), /top level/);
+  await rejectedKeepsServing(t, pack({ format: 'proxylist.snapshot', version: 1, generated_at: 1, services: ['a', 'A'], proxies: [] }), /twice/);
+});
+
+test('invalid records are skipped and counted, the rest is served', async ({ t }) => {
+  const records: unknown[] = generateRecords({ records: 50, seed: 9, now: TEST_NOW_S });
+  const bad = [
+    { ...(records[0] as object), ip: '1.2.3' },
+    { ...(records[0] as object), port: 0 },
+    { ...(records[0] as object), type: 'HTTP' },
+    { ...(records[0] as object), ping_ms: -1 },
+    { ...(records[0] as object), works: 101 },
+    { ...(records[0] as object), services: ['youtube'] },
+    'not a map',
+  ];
+  writeFileAtomic(t.snapshot, encodeSnapshot([...records, ...bad], TEST_NOW_S + 3));
+  await eventually(async () => (await servedVersion(t)) === 3, 5000, 'version 3');
+  const h = await health(t);
+  assert.is(h.snapshot.skipped, bad.length);
+  const ref = new NaiveEngine({ proxies: records });
+  assert.is(h.snapshot.records, ref.records.length);
+  const body = await (await t.api('time=99999')).text();
+  assert.is(body, ref.answer('time=99999', t.clock.nowMs()).body);
+});
+
+test('a burst of 5 atomic renames 10 ms apart ends with the last version served', async ({ t }) => {
+  const versions = [1, 2, 3, 4, 5].map((v) => version(v));
+  for (const bytes of versions) {
+    writeFileAtomic(t.snapshot, bytes);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await eventually(async () => (await servedVersion(t)) === 5, 5000, 'version 5');
+  await new Promise((r) => setTimeout(r, 300));
+  assert.is(await servedVersion(t), 5);
+});
+
+test('an in-place rewrite is retried until it decodes, and never served half-written', async ({ t }) => {
+  const full = version(6, 3000);
+  const fd = openSync(t.snapshot, 'r+');
+  try {
+    // Truncate and write the first half, pause (the server sees a partial file), then the rest.
+    writeSync(fd, full, 0, full.length >> 1, 0);
+    await new Promise((r) => setTimeout(r, 150));
+    writeSync(fd, full, full.length >> 1, full.length - (full.length >> 1), full.length >> 1);
+  } finally {
+    closeSync(fd);
+  }
+  await eventually(async () => (await servedVersion(t)) === 6, 5000, 'version 6');
+  const ref = NaiveEngine.fromFile(full);
+  assert.is(await (await t.api('time=99999&count=500')).text(), ref.answer('time=99999&count=500', t.clock.nowMs()).body);
+});
+
+test('a deleted file keeps the last store served and /health says so; it comes back when recreated', async ({ t }) => {
+  rmSync(t.snapshot);
+  await eventually(async () => (await health(t)).reloads.last_error === 'snapshot file is missing', 5000, 'missing noticed');
+  assert.is((await t.api('count=1')).status, 200);
+  assert.is(await servedVersion(t), 0);
+  writeFileAtomic(t.snapshot, version(7));
+  await eventually(async () => (await servedVersion(t)) === 7, 5000, 'version 7');
+  assert.is((await health(t)).reloads.last_error, null);
+});
+
+test.run();
+
+const late = suite<{ t: TestServer }>('a snapshot that does not exist yet');
+late.before(async (ctx) => {
+  ctx.t = await startTestServer({ snapshot: null });
+});
+late.after((ctx) => ctx.t.close());
+
+late('503 until the file appears, then served', async ({ t }) => {
+  assert.is((await t.api('count=1')).status, 503);
+  // A checker's publish: write a temp file in the folder, rename over the path.
+  const tmp = join(t.dir, 'snapshot.tmp');
+  writeFileSync(tmp, version(1));
+  renameSync(tmp, t.snapshot);
+  await eventually(async () => (await t.api('count=1')).status === 200, 5000, 'first load');
+  assert.is((await health(t)).status, 'ok');
+});
+
+late.run();
+
+const traffic = suite<{ t: TestServer }>('reload under traffic');
+traffic.before(async (ctx) => {
+  ctx.t = await startTestServer({ snapshot: version(0, 5000) });
+});
+traffic.after((ctx) => ctx.t.close());
+
+traffic('10 replacements while a client loops: no failure, every body is one of the versions', async ({ t }) => {
+  const query = 'get=json&pretty=0&count=200&fields=ip,type,ping';
+  const versions = Array.from({ length: 11 }, (_, v) => version(v, 5000));
+  const expected = new Set(versions.map((bytes) => NaiveEngine.fromFile(bytes).answer(query, t.clock.nowMs()).body));
+  assert.is(expected.size, 11, 'versions differ');
+  let running = true;
+  let requests = 0;
+  const seen = new Set<string>();
+  const client = (async () => {
+    while (running) {
+      const res = await t.api(query);
+      const body = await res.text();
+      assert.is(res.status, 200, body);
+      assert.ok(expected.has(body), 'a body that belongs to no version');
+      seen.add(body);
+      requests++;
+    }
+  })();
+  for (let v = 1; v <= 10; v++) {
+    writeFileAtomic(t.snapshot, versions[v]);
+    await eventually(async () => (await servedVersion(t)) === v, 5000, `version ${v}`);
+  }
+  running = false;
+  await client;
+  assert.ok(requests > 20, `only ${requests} requests`);
+  assert.ok(seen.size >= 3, `only ${seen.size} versions seen by the client`);
+  assert.is(seen.has([...expected][10]), true, 'the last version was served');
+});
+
+traffic.run();
