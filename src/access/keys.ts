@@ -66,7 +66,9 @@ interface RawEntry {
 }
 
 function describeError(doc: unknown): string {
-  const e = validateKeysFile.errors?.[0];
+  // A missing key/sha256 shows first as a branch's `required`; the oneOf says it better.
+  const errors = validateKeysFile.errors ?? [];
+  const e = errors.find((x) => x.keyword === 'oneOf') ?? errors[0];
   if (!e) return 'invalid keys file';
   const parts = e.instancePath.split('/').slice(1);
   if (parts[0] === 'keys' && parts.length >= 2) {

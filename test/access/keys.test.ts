@@ -1,0 +1,81 @@
+import { writeFileSync } from 'node:fs';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { DEFAULT_LIMITS, KeyTable, sha256Hex } from '../../src/access/keys.js';
+import { writeFileAtomic } from '../../src/core/atomic-write.js';
+import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { TEST_NOW_S, eventually, startTestServer, type TestServer } from '../helpers/server.js';
+
+const parse = (doc: unknown) => KeyTable.parse(JSON.stringify(doc));
+const rejects = (doc: unknown, message: string | RegExp) => {
+  try {
+    KeyTable.parse(typeof doc === 'string' ? doc : JSON.stringify(doc));
+  } catch (err) {
+    assert.match((err as Error).message, message);
+    return;
+  }
+  assert.unreachable(`accepted ${JSON.stringify(doc)}`);
+};
+
+const file = suite('keys file');
+
+file('plain and sha256 entries, defaults, null limits, disabled and expiry', () => {
+  const t = parse({
+    keys: [
+      { key: 'plain', name: 'acme' },
+      { sha256: sha256Hex('hashed').toUpperCase(), name: 'bench', limits: { per_window: null, daily: null, subnets: null } },
+      { key: 'old', disabled: true },
+      { key: 'trial', expires_at: '2026-12-01T00:00:00+02:00', limits: { daily: 1000 } },
+    ],
+  });
+  const now = Date.parse('2026-11-22T00:00:00Z');
+  assert.equal(t.find('plain', now)?.limits, DEFAULT_LIMITS);
+  assert.is(t.find('plain', now)?.label, 'acme');
+  assert.equal(t.find('hashed', now)?.limits, { perWindow: null, windowS: 5, daily: null, subnets: null });
+  assert.is(t.find('old', now), null);
+  assert.is(t.find('trial', now)?.limits.daily, 1000);
+  assert.is(t.find('trial', now)?.label, sha256Hex('trial').slice(0, 8));
+  assert.is(t.find('trial', Date.parse('2026-11-30T22:00:00Z')), null, 'expired at midnight UTC+2');
+  assert.is(t.find('nope', now), null);
+});
+
+file('invalid files are rejected with a message naming the entry', () => {
+  rejects('{"keys": [', /not valid JSON/);
+  rejects({ key: 'x' }, /must have required property 'keys'|unknown field "key"/);
+  rejects({ keys: [{ name: 'a' }] }, 'keys[0] (name "a") must have exactly one of "key" and "sha256"');
+  rejects({ keys: [{ key: 'a', sha256: sha256Hex('a') }] }, 'keys[0] must have exactly one of "key" and "sha256"');
+  rejects({ keys: [{ key: 'a' }, { key: 'b', name: 'bee', limits: { daily: 0 } }] }, 'keys[1] (name "bee") limits.daily must be >= 1');
+  rejects({ keys: [{ key: 'a', limits: { dayly: 5 } }] }, 'keys[0] limits has an unknown field "dayly"');
+  rejects({ keys: [{ sha256: 'abc' }] }, 'keys[0] sha256 must match pattern');
+  rejects({ keys: [{ key: 'a', expires_at: 'tomorrow' }] }, 'keys[0] expires_at must match pattern');
+  rejects({ keys: [{ key: 'a' }, { sha256: sha256Hex('a') }] }, 'keys[1] repeats an earlier key');
+});
+
+file.run();
+
+const reload = suite<{ t: TestServer }>('keys hot reload');
+reload.before(async (ctx) => {
+  const snapshot = encodeSnapshot(generateRecords({ records: 100, seed: 1, now: TEST_NOW_S }), TEST_NOW_S);
+  ctx.t = await startTestServer({ snapshot, keys: { keys: [{ key: 'first', limits: { per_window: null } }] } });
+});
+reload.after((ctx) => ctx.t.close());
+
+const status = async (t: TestServer, key: string) => (await t.get(`/api?key=${key}&count=1`)).status;
+
+reload('an edit takes effect without a restart; an invalid file keeps the keys in force', async ({ t }) => {
+  assert.is(await status(t, 'first'), 200);
+  assert.is(await status(t, 'second'), 401);
+  const started = Date.now();
+  writeFileSync(t.keys, JSON.stringify({ keys: [{ key: 'second', limits: { per_window: null } }] }));
+  await eventually(async () => (await status(t, 'second')) === 200, 2000, 'the new key');
+  assert.ok(Date.now() - started < 2000);
+  assert.is(await status(t, 'first'), 401, 'a removed key stops working');
+
+  writeFileAtomic(t.keys, '{"keys": [{"key": "third", "bogus": 1}]}');
+  await eventually(() => t.server.keys.lastError !== null, 2000, 'the rejection');
+  assert.match(t.server.keys.lastError!, 'unknown field "bogus"');
+  assert.is(await status(t, 'second'), 200);
+  assert.is(await status(t, 'third'), 401);
+});
+
+reload.run();

@@ -1,0 +1,68 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { exitWithin, runCli } from '../helpers/cli.js';
+import { eventually, tempDir } from '../helpers/server.js';
+
+const test = suite('command line');
+
+test('snapshot generate is deterministic with --seed and --now, and inspect accepts it', async () => {
+  const dir = tempDir();
+  const outs = ['a', 'b', 'c'].map((n) => join(dir, `${n}.msgpack`));
+  const args = (out: string, seed: string) => ['snapshot', 'generate', '--records', '3000', '--out', out, '--seed', seed, '--now', '1795867200'];
+  for (const [i, out] of outs.entries()) assert.is(await exitWithin(runCli(args(out, i === 2 ? '8' : '7')), 20000), 0);
+  const [a, b, c] = outs.map((f) => readFileSync(f));
+  assert.ok(a.equals(b), 'same seed, same bytes');
+  assert.not.ok(a.equals(c), 'another seed, other bytes');
+
+  const inspect = runCli(['snapshot', 'inspect', outs[0]]);
+  assert.is(await exitWithin(inspect, 20000), 0);
+  const report = JSON.parse(inspect.stdout());
+  assert.is(report.records + report.duplicates_dropped + report.skipped, 3000);
+  assert.is(report.skipped, 0);
+  assert.is(Object.values(report.by_type as Record<string, number>).reduce((x, y) => x + y, 0), report.records);
+  assert.ok(Object.keys(report.by_country).length > 10, 'a real country mix');
+  assert.ok(report.by_type.http > report.by_type.socks4, 'http is the most common type');
+});
+
+test('snapshot inspect exits non-zero, with the reason, on a file the server would reject', async () => {
+  const dir = tempDir();
+  const bad = join(dir, 'bad.msgpack');
+  writeFileSync(bad, Buffer.from([0x92, 0x01]));
+  const child = runCli(['snapshot', 'inspect', bad]);
+  assert.is(await exitWithin(child, 20000), 1);
+  assert.match(child.stderr(), 'truncated');
+  const missing = runCli(['snapshot', 'inspect', join(dir, 'nope')]);
+  assert.is(await exitWithin(missing, 20000), 1);
+  assert.match(missing.stderr(), 'cannot read snapshot');
+});
+
+test('usage errors exit 2 with a message', async () => {
+  const child = runCli(['serve', '--keys', 'k.json']);
+  assert.is(await exitWithin(child, 10000), 2);
+  assert.match(child.stderr(), 'missing --snapshot FILE (or PROXYLIST_SNAPSHOT)');
+  const unknown = runCli(['serve', '--snapshot', 'x', '--keys', 'y', '--bogus']);
+  assert.is(await exitWithin(unknown, 10000), 2);
+  assert.match(unknown.stderr(), "Unknown option '--bogus'");
+});
+
+test('serve takes its settings from the environment and stops gracefully on SIGTERM and SIGINT', async () => {
+  const dir = tempDir();
+  const snapshot = join(dir, 's.msgpack');
+  const keys = join(dir, 'k.json');
+  assert.is(await exitWithin(runCli(['snapshot', 'generate', '--records', '500', '--out', snapshot]), 20000), 0);
+  writeFileSync(keys, JSON.stringify({ keys: [{ key: 'k1' }] }));
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    const port = String(22000 + Math.floor(Math.random() * 20000));
+    const child = runCli(['serve'], { PROXYLIST_SNAPSHOT: snapshot, PROXYLIST_KEYS: keys, PORT: port, HOST: '127.0.0.1' });
+    await eventually(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, 10000, 'ready');
+    assert.is((await fetch(`http://127.0.0.1:${port}/api?key=k1&count=1`)).status, 200);
+    child.proc.kill(signal);
+    assert.is(await exitWithin(child, 15000), 0, `exit code after ${signal}`);
+    assert.match(child.stdout(), '"event":"stopped"');
+    assert.is(await fetch(`http://127.0.0.1:${port}/health`).then(() => 'open', () => 'closed'), 'closed');
+  }
+});
+
+test.run();

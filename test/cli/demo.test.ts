@@ -1,0 +1,36 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { eventually } from '../helpers/server.js';
+
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+
+const test = suite('npm start');
+
+test('answers a request for its printed key within 10 s of starting', async () => {
+  const port = String(21000 + Math.floor(Math.random() * 20000));
+  const started = Date.now();
+  // Its own process group, so the whole tree (npm, sh, node) can be stopped.
+  const child = spawn('npm', ['start', '--silent'], { cwd: ROOT, env: { ...process.env, PORT: port }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  try {
+    await eventually(() => /demo key: (\S+)/.test(out), 10_000, `the demo key (output so far: ${out})`);
+    const key = /demo key: (\S+)/.exec(out)![1];
+    const curl = /curl '([^']+)'/.exec(out)![1];
+    assert.match(curl, `http://127.0.0.1:${port}/api?key=${key}`);
+    const res = await fetch(curl);
+    const body = await res.text();
+    assert.is(res.status, 200, body);
+    assert.is(body.trim().split('\n').length, 5, 'count=5 lines');
+    assert.ok(Date.now() - started < 10_000, `answered after ${Date.now() - started} ms`);
+    assert.is((await fetch(`http://127.0.0.1:${port}/api?key=wrong${key}`)).status, 401);
+  } finally {
+    process.kill(-child.pid!, 'SIGTERM');
+    await new Promise((r) => child.on('exit', r));
+  }
+});
+
+test.run();

@@ -1,0 +1,94 @@
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { buildStore } from '../../src/store/build.js';
+import { Store } from '../../src/store/store.js';
+import { hasBit } from '../../src/store/bitset.js';
+import type { SnapshotRecord } from '../../src/snapshot/format.js';
+import { generateRecords } from '../../src/snapshot/generate.js';
+import { NaiveEngine } from '../reference/naive-engine.js';
+
+const base: SnapshotRecord = { ip: '10.0.0.1', port: 80, type: 'http', anon: 'elite', ping_ms: 100, checked_at: 1000, country: 'us', works: 50 };
+const file = (proxies: unknown[], services?: string[]) => ({ format: 'proxylist.snapshot', version: 1, generated_at: 1, proxies, ...(services ? { services } : {}) });
+const build = (proxies: unknown[], services?: string[]) => {
+  const { columns, meta } = buildStore(file(proxies, services));
+  return new Store(columns, meta, { file: 'x', loadedAtMs: 0, generation: 1 });
+};
+const lines = (s: Store): string[] => Buffer.from(s.c.lines.bytes).toString().split('\n').slice(0, -1);
+
+const test = suite('store build');
+
+test('rows are in output order: checked_at desc, ping asc, address, port, type', () => {
+  const s = build([
+    { ...base, ip: '10.0.0.2', checked_at: 1000 },
+    { ...base, ip: '9.0.0.1', checked_at: 1000 },
+    { ...base, ip: '10.0.0.1', port: 81, checked_at: 1000 },
+    { ...base, ip: '10.0.0.1', port: 80, type: 'socks5', checked_at: 1000 },
+    { ...base, ip: '10.0.0.1', port: 80, type: 'https', checked_at: 1000 },
+    { ...base, ip: '1.1.1.1', ping_ms: 99.4, checked_at: 1000 },
+    { ...base, ip: '1.1.1.2', ping_ms: 99.6, checked_at: 1000 },
+    { ...base, ip: '0.0.0.1', ping_ms: 150, checked_at: 1000 },
+    { ...base, ip: '200.0.0.1', checked_at: 1001 },
+  ]);
+  assert.equal(lines(s), ['200.0.0.1:80', '1.1.1.1:80', '1.1.1.2:80', '9.0.0.1:80', '10.0.0.1:80', '10.0.0.1:80', '10.0.0.1:81', '10.0.0.2:80', '0.0.0.1:80']);
+  // 99.6 rounds to 100 ms and ties with the others there: the address decides.
+  assert.equal(Array.from(s.c.ping.subarray(1, 5)), [99, 100, 100, 100]);
+  assert.equal(Array.from(s.c.type.subarray(4, 6)), [1, 3]);
+});
+
+test('of duplicates the latest checked_at is kept, and on a tie the later in the file', () => {
+  const s = build([
+    { ...base, works: 1, checked_at: 900 },
+    { ...base, works: 2, checked_at: 1000 },
+    { ...base, works: 3, checked_at: 950 },
+    { ...base, ip: '10.0.0.9', works: 4 },
+    { ...base, ip: '10.0.0.9', works: 5 },
+    { ...base, type: 'socks4', works: 6 },
+  ]);
+  assert.is(s.rows, 3);
+  assert.is(s.meta.duplicates, 3);
+  const works = new Map(lines(s).map((l, r) => [`${l}/${s.c.type[r]}`, s.c.works[r]]));
+  assert.is(works.get('10.0.0.1:80/0'), 2);
+  assert.is(works.get('10.0.0.9:80/0'), 5);
+  assert.is(works.get('10.0.0.1:80/2'), 6);
+});
+
+test('invalid records are skipped, counted and explained', () => {
+  const s = build([base, { ...base, ip: '01.2.3.4' }, { ...base, ping_ms: Infinity }, { ...base, ping_ms: NaN }, { ...base, checked_at: 1.5 }, { ...base, country: 'USA' }, { ...base, city: 'Moscow' }, { ...base, ip_out: 'x' }, null]);
+  assert.is(s.rows, 1);
+  assert.is(s.meta.skipped, 8);
+  assert.match(s.meta.skipReasons[0], 'record 1: ip is not a dotted IPv4 address');
+  assert.match(s.meta.skipReasons[1], 'record 2: ping_ms');
+});
+
+test('optional fields: null and missing are alike, ip_out falls back to ip', () => {
+  const s = build([{ ...base, ip_out: null, city: null, services: null }, { ...base, ip: '10.0.0.3', ip_out: '8.8.8.8', city: { en: 'Oslo' } }]);
+  assert.is(s.rows, 2);
+  const ipOut = (r: number) => Buffer.from(s.c.ipOut.bytes.subarray(s.c.ipOut.off[r], s.c.ipOut.off[r + 1])).toString();
+  assert.equal([ipOut(0), ipOut(1)], ['10.0.0.1', '8.8.8.8']);
+  assert.equal(s.meta.cities[s.c.city[1]], { ru: '', en: 'Oslo' });
+});
+
+test('bitsets agree with the columns, and custom services are honoured', () => {
+  const records = generateRecords({ records: 3000, seed: 11, now: 2000000 }).map((r) => ({ ...r, services: (r.services ?? []).map((x) => (x === 'avito' ? 'Ozon' : x)) }));
+  const services = ['smtp', 'telegram', 'Ozon', 'google', 'the service'];
+  const s = build(records, services);
+  const ref = new NaiveEngine({ services, proxies: records });
+  assert.is(s.rows, ref.records.length);
+  for (let r = 0; r < s.rows; r++) {
+    for (let t = 0; t < 4; t++) assert.is(hasBit(s.typeSets[t], r), s.c.type[r] === t);
+    for (let i = 0; i < services.length; i++) assert.is(hasBit(s.serviceSets[i], r), ((s.c.services[r] >>> i) & 1) === 1);
+    assert.ok(hasBit(s.countrySets[s.c.country[r]], r));
+  }
+  assert.is(s.serviceId.get('ozon'), 2);
+});
+
+test('the time prefix is found by binary search', () => {
+  const s = build([1000, 999, 999, 998, 500].map((t, i) => ({ ...base, ip: `10.0.0.${i + 1}`, checked_at: t })));
+  assert.is(s.prefixEnd(1001), 0);
+  assert.is(s.prefixEnd(1000), 1);
+  assert.is(s.prefixEnd(999), 3);
+  assert.is(s.prefixEnd(501), 4);
+  assert.is(s.prefixEnd(-5), 5);
+});
+
+test.run();
