@@ -1,4 +1,4 @@
-import { ANONS, DEFAULT_SERVICES, TYPES, parseIPv4, recordProblem, type SnapshotFile, type SnapshotRecord } from '../snapshot/format.js';
+import { ANONS, DEFAULT_SERVICES, TYPES, parseIPv4, recordProblem, type SnapshotRecord } from '../snapshot/format.js';
 import { formatTimecheck } from '../core/service-time.js';
 import { newFamily, member, setBit } from './bitset.js';
 import type { ByteStrings, StoreColumns, StoreMeta } from './columns.js';
@@ -9,82 +9,92 @@ const MAX_SKIP_REASONS = 10;
 const TYPE_CODE = new Map<string, number>(TYPES.map((t, i) => [t, i]));
 const ANON_CODE = new Map<string, number>(ANONS.map((a, i) => [a, i]));
 
-/** The valid records' fields, by valid-record index, before dedupe and ordering. */
-interface Extracted {
-  count: number;
-  ip: Uint32Array;
-  port: Uint16Array;
-  type: Uint8Array;
-  anon: Uint8Array;
-  works: Uint8Array;
-  ping: Float64Array;
-  checkedAt: Uint32Array;
-  country: Uint16Array;
-  city: Uint32Array;
-  services: Uint32Array;
-  ipOut: Uint32Array;
-  countries: string[];
-  cities: Array<{ ru: string; en: string }>;
-  skipped: number;
-  skipReasons: string[];
-}
+/**
+ * Takes records one at a time, as they are decoded, checks each (API.md 2) and
+ * keeps its fields in columns indexed by valid-record number. Nothing of the
+ * record object outlives the call.
+ */
+export class RecordExtractor {
+  count = 0;
+  skipped = 0;
+  readonly skipReasons: string[] = [];
+  readonly ip: Uint32Array;
+  readonly port: Uint16Array;
+  readonly type: Uint8Array;
+  readonly anon: Uint8Array;
+  readonly works: Uint8Array;
+  readonly ping: Float64Array;
+  readonly checkedAt: Uint32Array;
+  readonly country: Uint16Array;
+  readonly city: Uint32Array;
+  readonly services: Uint32Array;
+  readonly ipOut: Uint32Array;
+  readonly cities: Array<{ ru: string; en: string }> = [{ ru: '', en: '' }];
+  private readonly countryIds = new Map<string, number>();
+  private readonly cityIds = new Map<string, number>([['\u0000', 0]]);
+  private readonly serviceIndex: Map<string, number>;
 
-function extract(proxies: readonly unknown[], services: readonly string[]): Extracted {
-  const total = proxies.length;
-  const serviceIndex = new Map(services.map((s, i) => [s, i]));
-  const x: Extracted = {
-    count: 0,
-    ip: new Uint32Array(total), port: new Uint16Array(total), type: new Uint8Array(total), anon: new Uint8Array(total),
-    works: new Uint8Array(total), ping: new Float64Array(total), checkedAt: new Uint32Array(total),
-    country: new Uint16Array(total), city: new Uint32Array(total), services: new Uint32Array(total), ipOut: new Uint32Array(total),
-    countries: [], cities: [{ ru: '', en: '' }], skipped: 0, skipReasons: [],
-  };
-  const countryIds = new Map<string, number>();
-  const cityIds = new Map<string, number>([['\u0000', 0]]);
-  for (let i = 0; i < total; i++) {
-    const raw = proxies[i];
-    const problem = recordProblem(raw, serviceIndex);
+  constructor(readonly serviceNames: readonly string[], capacity: number) {
+    this.serviceIndex = new Map(serviceNames.map((s, i) => [s, i]));
+    this.ip = new Uint32Array(capacity);
+    this.port = new Uint16Array(capacity);
+    this.type = new Uint8Array(capacity);
+    this.anon = new Uint8Array(capacity);
+    this.works = new Uint8Array(capacity);
+    this.ping = new Float64Array(capacity);
+    this.checkedAt = new Uint32Array(capacity);
+    this.country = new Uint16Array(capacity);
+    this.city = new Uint32Array(capacity);
+    this.services = new Uint32Array(capacity);
+    this.ipOut = new Uint32Array(capacity);
+  }
+
+  add(raw: unknown, index: number): void {
+    const problem = recordProblem(raw, this.serviceIndex);
     if (problem !== null) {
-      x.skipped++;
-      if (x.skipReasons.length < MAX_SKIP_REASONS) x.skipReasons.push(`record ${i}: ${problem}`);
-      continue;
+      this.skipped++;
+      if (this.skipReasons.length < MAX_SKIP_REASONS) this.skipReasons.push(`record ${index}: ${problem}`);
+      return;
     }
     const r = raw as SnapshotRecord;
-    const m = x.count++;
-    x.ip[m] = parseIPv4(r.ip);
-    x.port[m] = r.port;
-    x.type[m] = TYPE_CODE.get(r.type)!;
-    x.anon[m] = ANON_CODE.get(r.anon)!;
-    x.works[m] = r.works;
-    x.ping[m] = Math.round(r.ping_ms);
-    x.checkedAt[m] = r.checked_at;
-    x.ipOut[m] = typeof r.ip_out === 'string' ? parseIPv4(r.ip_out) : x.ip[m];
+    const m = this.count++;
+    this.ip[m] = parseIPv4(r.ip);
+    this.port[m] = r.port;
+    this.type[m] = TYPE_CODE.get(r.type)!;
+    this.anon[m] = ANON_CODE.get(r.anon)!;
+    this.works[m] = r.works;
+    this.ping[m] = Math.round(r.ping_ms);
+    this.checkedAt[m] = r.checked_at;
+    this.ipOut[m] = typeof r.ip_out === 'string' ? parseIPv4(r.ip_out) : this.ip[m];
 
     const country = r.country.toUpperCase();
-    let countryId = countryIds.get(country);
-    if (countryId === undefined) countryIds.set(country, (countryId = countryIds.size));
-    x.country[m] = countryId;
+    let countryId = this.countryIds.get(country);
+    if (countryId === undefined) this.countryIds.set(country, (countryId = this.countryIds.size));
+    this.country[m] = countryId;
 
     const ru = r.city?.ru ?? '';
     const en = r.city?.en ?? '';
     const cityKey = ru + '\u0000' + en;
-    let cityId = cityIds.get(cityKey);
+    let cityId = this.cityIds.get(cityKey);
     if (cityId === undefined) {
-      cityIds.set(cityKey, (cityId = x.cities.length));
-      x.cities.push({ ru, en });
+      this.cityIds.set(cityKey, (cityId = this.cities.length));
+      this.cities.push({ ru, en });
     }
-    x.city[m] = cityId;
+    this.city[m] = cityId;
 
     let mask = 0;
-    if (r.services) for (const s of r.services) mask |= 1 << serviceIndex.get(s)!;
-    x.services[m] = mask >>> 0;
+    if (r.services) for (const s of r.services) mask |= 1 << this.serviceIndex.get(s)!;
+    this.services[m] = mask >>> 0;
   }
-  // Country ids in alphabetical order, so ids do not depend on record order.
-  const byFirstSeen = [...countryIds.keys()];
-  x.countries = [...byFirstSeen].sort();
-  const remap = byFirstSeen.map((c) => x.countries.indexOf(c));
-  for (let m = 0; m < x.count; m++) x.country[m] = remap[x.country[m]];
-  return x;
+
+  /** Country codes in alphabetical order (ids do not depend on record order); renumbers the column. */
+  countries(): string[] {
+    const byFirstSeen = [...this.countryIds.keys()];
+    const sorted = [...byFirstSeen].sort();
+    const remap = byFirstSeen.map((c) => sorted.indexOf(c));
+    for (let m = 0; m < this.count; m++) this.country[m] = remap[this.country[m]];
+    return sorted;
+  }
 }
 
 /** Sort key for ping: the value itself, or its rank where some ping exceeds 32 bits. */
@@ -111,9 +121,16 @@ function byteStrings(count: number, lengthOf: (row: number) => number, write: (b
  * Invalid records are skipped and counted; of duplicates of one (ip, port,
  * type) the latest `checked_at` is kept, and on a tie the one later in the file.
  */
-export function buildStore(file: SnapshotFile): { columns: StoreColumns; meta: StoreMeta } {
-  const services = file.services ?? DEFAULT_SERVICES;
-  const x = extract(file.proxies, services);
+/** For callers that hold the records already (tests, tools): the same checks and build. */
+export function buildFromRecords(proxies: readonly unknown[], services: readonly string[] = DEFAULT_SERVICES, generatedAt = 0): { columns: StoreColumns; meta: StoreMeta } {
+  const x = new RecordExtractor(services, proxies.length);
+  proxies.forEach((r, i) => x.add(r, i));
+  return buildStore(x, generatedAt);
+}
+
+export function buildStore(x: RecordExtractor, generatedAt: number): { columns: StoreColumns; meta: StoreMeta } {
+  const services = x.serviceNames;
+  const countries = x.countries();
   const m = x.count;
   const typeDigits = Uint16Array.from(x.type.subarray(0, m));
   const portDigits = x.port.subarray(0, m);
@@ -125,19 +142,19 @@ export function buildStore(file: SnapshotFile): { columns: StoreColumns; meta: S
   const reversed = new Uint32Array(m);
   for (let i = 0; i < m; i++) reversed[i] = m - 1 - i;
   const identity = radixSortIndices(reversed, [...checkedDesc, typeDigits, portDigits, ...ipDigits]);
-  const kept: number[] = [];
+  const keptIdentity = new Uint32Array(m);
+  let rows = 0;
   for (let j = 0; j < m; j++) {
     const v = identity[j];
     const prev = j > 0 ? identity[j - 1] : -1;
     if (prev >= 0 && x.ip[prev] === x.ip[v] && x.port[prev] === x.port[v] && x.type[prev] === x.type[v]) continue;
-    kept.push(v);
+    keptIdentity[rows++] = v;
   }
-  const keptIdentity = Uint32Array.from(kept);
-  const rows = keptIdentity.length;
 
-  // Output order: checked_at desc, ping asc, ip, port, type.
+  // Output order: checked_at desc, ping asc, then ip, port, type, which the
+  // identity order already has and stable passes keep.
   const pingDigits = uint32Digits(pingSortKey(x.ping, m), m, false);
-  const out = radixSortIndices(keptIdentity.slice(), [typeDigits, portDigits, ...ipDigits, ...pingDigits, ...checkedDesc]);
+  const out = radixSortIndices(keptIdentity.slice(0, rows), [...pingDigits, ...checkedDesc]);
   const rowOf = new Uint32Array(m);
   for (let r = 0; r < rows; r++) rowOf[out[r]] = r;
 
@@ -157,6 +174,7 @@ export function buildStore(file: SnapshotFile): { columns: StoreColumns; meta: S
 
   const byAddress = new Uint32Array(rows);
   const addrId = new Uint32Array(rows);
+  // keptIdentity[0..rows) is ordered by ip, port, type.
   let addrCount = 0;
   for (let j = 0; j < rows; j++) {
     const r = (byAddress[j] = rowOf[keptIdentity[j]]);
@@ -174,8 +192,14 @@ export function buildStore(file: SnapshotFile): { columns: StoreColumns; meta: S
     return pos + 1;
   });
   const ipOutText = byteStrings(rows, (r) => ipv4Length(ipOut[r]), (buf, pos, r) => writeIPv4(buf, pos, ipOut[r]));
-  const pingStrings = Array.from(c.ping, (ms) => String(ms / 1000));
-  const pingText = byteStrings(rows, (r) => pingStrings[r].length, (buf, pos, r) => writeAscii(buf, pos, pingStrings[r]));
+  // Pings repeat a lot: format each whole-millisecond value once.
+  const pingMemo = new Map<number, string>();
+  const pingString = (ms: number): string => {
+    let s = pingMemo.get(ms);
+    if (s === undefined) pingMemo.set(ms, (s = String(ms / 1000)));
+    return s;
+  };
+  const pingText = byteStrings(rows, (r) => pingString(c.ping[r]).length, (buf, pos, r) => writeAscii(buf, pos, pingString(c.ping[r])));
 
   // Rows are grouped by checked_at, so one formatted string serves a run.
   const timecheck = new Uint8Array(rows * 19);
@@ -188,11 +212,11 @@ export function buildStore(file: SnapshotFile): { columns: StoreColumns; meta: S
 
   const typeBits = newFamily(TYPES.length, rows);
   const anonBits = newFamily(ANONS.length, rows);
-  const countryBits = newFamily(x.countries.length, rows);
+  const countryBits = newFamily(countries.length, rows);
   const serviceBits = newFamily(services.length, rows);
   const typeSets = TYPES.map((_, i) => member(typeBits, i));
   const anonSets = ANONS.map((_, i) => member(anonBits, i));
-  const countrySets = x.countries.map((_, i) => member(countryBits, i));
+  const countrySets = countries.map((_, i) => member(countryBits, i));
   const serviceSets = services.map((_, i) => member(serviceBits, i));
   for (let r = 0; r < rows; r++) {
     setBit(typeSets[c.type[r]], r);
@@ -216,7 +240,7 @@ export function buildStore(file: SnapshotFile): { columns: StoreColumns; meta: S
     cityJsonEn: packStrings(x.cities.map((k) => JSON.stringify(k.en))),
   };
   const meta: StoreMeta = {
-    generatedAt: file.generated_at, services: [...services], countries: x.countries, cities: x.cities,
+    generatedAt, services: [...services], countries, cities: x.cities,
     skipped: x.skipped, duplicates: m - rows, skipReasons: x.skipReasons,
   };
   return { columns, meta };

@@ -1,6 +1,6 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { buildStore } from '../../src/store/build.js';
+import { buildFromRecords } from '../../src/store/build.js';
 import { Store } from '../../src/store/store.js';
 import { hasBit } from '../../src/store/bitset.js';
 import type { SnapshotRecord } from '../../src/snapshot/format.js';
@@ -8,9 +8,8 @@ import { generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
 
 const base: SnapshotRecord = { ip: '10.0.0.1', port: 80, type: 'http', anon: 'elite', ping_ms: 100, checked_at: 1000, country: 'us', works: 50 };
-const file = (proxies: unknown[], services?: string[]) => ({ format: 'proxylist.snapshot', version: 1, generated_at: 1, proxies, ...(services ? { services } : {}) });
 const build = (proxies: unknown[], services?: string[]) => {
-  const { columns, meta } = buildStore(file(proxies, services));
+  const { columns, meta } = buildFromRecords(proxies, services);
   return new Store(columns, meta, { file: 'x', loadedAtMs: 0, generation: 1 });
 };
 const lines = (s: Store): string[] => Buffer.from(s.c.lines.bytes).toString().split('\n').slice(0, -1);
