@@ -109,6 +109,19 @@ test('an in-place rewrite is retried until it decodes, and never served half-wri
   assert.is(await (await t.api('time=99999&count=500')).text(), ref.answer('time=99999&count=500', t.clock.nowMs()).body);
 });
 
+test('after a swap, a query answered from the cache before gets the new snapshot\'s bytes', async ({ t }) => {
+  const query = 'get=json&time=99999&count=50&pretty=0';
+  const old = NaiveEngine.fromFile(version(0)).answer(query, t.clock.nowMs()).body;
+  for (let i = 0; i < 3; i++) assert.is(await (await t.api(query)).text(), old);
+  assert.ok(t.server.cache.hits >= 2, 'answered from the cache');
+  const next = version(8);
+  writeFileAtomic(t.snapshot, next);
+  await eventually(async () => (await servedVersion(t)) === 8, 5000, 'version 8');
+  const fresh = NaiveEngine.fromFile(next).answer(query, t.clock.nowMs()).body;
+  assert.is.not(fresh, old);
+  assert.is(await (await t.api(query)).text(), fresh);
+});
+
 test('a deleted file keeps the last store served and /health says so; it comes back when recreated', async ({ t }) => {
   rmSync(t.snapshot);
   await eventually(async () => (await health(t)).reloads.last_error === 'snapshot file is missing', 5000, 'missing noticed');
