@@ -1,6 +1,9 @@
+import { AddressSet } from './access/address.js';
 import { KeysFeed } from './access/keys-feed.js';
+import { MemoryLimiter } from './access/limiter.js';
+import { StateFile } from './access/state-file.js';
 import { systemClock, type Clock } from './core/clock.js';
-import { CodedError } from './core/errors.js';
+import { CodedError, messageOf } from './core/errors.js';
 import type { FollowOptions } from './core/follow-file.js';
 import { createLogger, type Logger } from './core/log.js';
 import { createApp } from './http/app.js';
@@ -32,6 +35,7 @@ export interface RunningServer {
   feed: SnapshotFeed;
   keys: KeysFeed;
   cache: ResponseCache;
+  limiter: MemoryLimiter;
   log: Logger;
   /** Stops accepting, lets bodies in flight finish (10 s at most), then closes. */
   stop(): Promise<void>;
@@ -57,7 +61,23 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const keys = new KeysFeed(o.keys, log, o.follow);
   const cache = new ResponseCache(o.cacheBytes ?? DEFAULT_CACHE_BYTES);
   feed.onSwap(() => cache.clear());
-  const app = createApp({ clock, feed, keys, cache, log });
+  let trustProxy: AddressSet;
+  try {
+    trustProxy = new AddressSet(o.trustProxy ?? []);
+  } catch (err) {
+    throw new CodedError('E_USAGE', `--trust-proxy: ${messageOf(err)}`);
+  }
+  const limiter = new MemoryLimiter();
+  const state = o.state ? new StateFile(o.state, limiter, clock, log) : null;
+  state?.load();
+  // Usage of keys from an earlier day whose windows have passed is dropped hourly.
+  const pruner = setInterval(() => {
+    let longestWindowS = 0;
+    for (const k of keys.table.entries.values()) longestWindowS = Math.max(longestWindowS, k.limits.windowS ?? 0);
+    limiter.prune(clock.nowMs(), clock.monotonicMs(), longestWindowS * 1000);
+  }, 3600_000);
+  pruner.unref();
+  const app = createApp({ clock, feed, keys, limiter, trustProxy, cache, log });
 
   let token: us_listen_socket;
   try {
@@ -69,7 +89,10 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const port = uws.us_socket_local_port(token as never);
   await keys.start();
   const firstLoad = feed.start();
-  log.info({ event: 'listening', host: o.host, port, snapshot: feed.path, keys: o.keys, cache_bytes: o.cacheBytes ?? DEFAULT_CACHE_BYTES }, `listening on ${o.host}:${port}`);
+  log.info(
+    { event: 'listening', host: o.host, port, snapshot: feed.path, keys: o.keys, state: o.state ?? null, trust_proxy: o.trustProxy ?? [], cache_bytes: o.cacheBytes ?? DEFAULT_CACHE_BYTES },
+    `listening on ${o.host}:${port}`,
+  );
 
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> =>
@@ -79,8 +102,10 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       while (streaming.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       await firstLoad.catch(() => undefined);
       await Promise.all([feed.close(), keys.close()]);
+      clearInterval(pruner);
+      state?.close();
       (app as unknown as { close(): void }).close();
       log.info({ event: 'stopped' }, 'stopped');
     })());
-  return { port, feed, keys, cache, log, stop };
+  return { port, feed, keys, cache, limiter, log, stop };
 }

@@ -13,9 +13,13 @@ const DEMO_RECORDS = 20_000;
 const REPUBLISH_MS = 30_000;
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
-/** A random key of 24 base62 characters (about 143 bits). */
+/** A random key of 24 base62 characters (about 143 bits), without modulo bias. */
 export function randomKey(): string {
-  return Array.from(randomBytes(24), (b) => BASE62[b % 62]).join('');
+  let key = '';
+  while (key.length < 24) {
+    for (const b of randomBytes(32)) if (b < 248 && key.length < 24) key += BASE62[b % 62];
+  }
+  return key;
 }
 
 /**

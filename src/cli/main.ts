@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { CodedError, messageOf } from '../core/errors.js';
 import { demoCommand } from './demo.js';
+import { KEYS_USAGE, keysCommand } from './keys.js';
 import { SERVE_USAGE, serveCommand } from './serve.js';
 import { SNAPSHOT_USAGE, snapshotCommand } from './snapshot.js';
 
@@ -8,6 +9,7 @@ const USAGE = `usage:
 ${SERVE_USAGE}
 proxylist demo [--port 8080]
 ${SNAPSHOT_USAGE}
+${KEYS_USAGE}
 `;
 
 async function main(argv: string[]): Promise<void> {
@@ -19,6 +21,8 @@ async function main(argv: string[]): Promise<void> {
       return demoCommand(args);
     case 'snapshot':
       return snapshotCommand(args);
+    case 'keys':
+      return keysCommand(args);
     case undefined:
     case 'help':
     case '--help':

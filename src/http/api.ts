@@ -1,5 +1,8 @@
 import type { Clock } from '../core/clock.js';
+import { clientAddress, parseAddress, subnetOf, type AddressSet } from '../access/address.js';
 import type { KeysFeed } from '../access/keys-feed.js';
+import type { Limiter } from '../access/limiter.js';
+import { rateLimitHeaders } from '../access/rate-limit-headers.js';
 import { parsePlan } from '../query/parse.js';
 import { planKey, type Plan } from '../query/plan.js';
 import { readQuery } from '../query/query-string.js';
@@ -27,6 +30,8 @@ export interface ApiDeps {
   clock: Clock;
   feed: SnapshotFeed;
   keys: KeysFeed;
+  limiter: Limiter;
+  trustProxy: AddressSet;
   cache: ResponseCache;
 }
 
@@ -57,15 +62,24 @@ export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRe
     const entry = deps.keys.table.find(presented[0], nowMs);
     if (!entry) return sendError(res, '401 Unauthorized', 'Invalid access key', head);
 
+    // The TCP peer, or with --trust-proxy the client it forwards for.
+    const peer = parseAddress(Buffer.from(res.getRemoteAddressAsText()).toString('latin1')) ?? { v4: 0 };
+    const client = deps.trustProxy.size > 0 ? clientAddress(peer, req.getHeader('x-forwarded-for'), deps.trustProxy) : peer;
+    const monoMs = deps.clock.monotonicMs();
+    const verdict = deps.limiter.admit(entry, subnetOf(client), nowMs, monoMs);
+    const rate = rateLimitHeaders(entry, deps.limiter.allowance(entry, nowMs, monoMs));
+    if (!verdict.ok) return sendError(res, verdict.status, verdict.message, head, [['Retry-After', String(verdict.retryAfterS)], ...rate]);
+    // From here on the request is counted, whatever its outcome.
+
     const store = deps.feed.current;
     const parsed = parsePlan(raw, store?.meta.services ?? DEFAULT_SERVICES);
-    if (!parsed.ok) return sendError(res, '400 Bad Request', parsed.message, head);
-    if (!store) return sendError(res, '503 Service Unavailable', 'Proxy list is not loaded yet', head, [['Retry-After', '5']]);
+    if (!parsed.ok) return sendError(res, '400 Bad Request', parsed.message, head, rate);
+    if (!store) return sendError(res, '503 Service Unavailable', 'Proxy list is not loaded yet', head, [['Retry-After', '5'], ...rate]);
 
     const plan = parsed.plan;
     const nowS = Math.floor(nowMs / 1000);
     const end = store.prefixEnd(nowS - plan.time);
-    const headers = SUCCESS_HEADERS[plan.get];
+    const headers = rate.length > 0 ? [...SUCCESS_HEADERS[plan.get], ...rate] : SUCCESS_HEADERS[plan.get];
     // The envelope carries the time to the second, so wrapped bodies are cached per second.
     const key = deps.cache.enabled ? `${store.source.generation}|${end}|${plan.json && plan.wrap ? nowS : ''}|${planKey(plan)}` : '';
     const cached = deps.cache.enabled ? deps.cache.get(key) : undefined;

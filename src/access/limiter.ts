@@ -1,0 +1,185 @@
+import { msUntilNextServiceMidnight, serviceDay } from '../core/service-time.js';
+import { formatSubnet } from './address.js';
+import type { KeyEntry } from './keys.js';
+
+export type Verdict =
+  | { ok: true }
+  | { ok: false; status: '403 Forbidden' | '429 Too Many Requests'; message: string; retryAfterS: number };
+
+/** What a key has left, for the RateLimit response header; null where unlimited. */
+export interface Allowance {
+  window: { limit: number; windowS: number; remaining: number; resetS: number } | null;
+  daily: { limit: number; remaining: number; resetS: number };
+}
+
+/** The part of usage that survives a restart: daily counts and subnets seen, for one service day. */
+export interface DailyState {
+  day: number;
+  keys: Record<string, { count: number; subnets: number[] }>;
+}
+
+/**
+ * The usage limits of API.md 1.5, per key. Behind this interface so that a
+ * store shared by several instances can later replace the in-memory one.
+ */
+export interface Limiter {
+  /** Steps 4 to 7 of API.md 1.4: subnet, frequency, daily; counts the request only if all pass. */
+  admit(key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict;
+  allowance(key: KeyEntry, nowMs: number, monoMs: number): Allowance;
+  exportDay(nowMs: number): DailyState;
+  importDay(state: DailyState, nowMs: number): boolean;
+  /** Called after every change of what exportDay returns. */
+  onChange: () => void;
+}
+
+const OK: Verdict = { ok: true };
+
+/** One key's usage. A few hundred bytes with the default limits. */
+class KeyUsage {
+  day = -1;
+  count = 0;
+  /** Subnets seen today; not kept at all when the key's subnet limit is null. */
+  subnets: number[] = [];
+  /** Monotonic times of the last `per_window` accepted requests, a ring; `next` is the oldest slot. */
+  stamps = new Float64Array(0);
+  next = 0;
+
+  rollover(today: number): void {
+    if (this.day === today) return;
+    this.day = today;
+    this.count = 0;
+    this.subnets = [];
+  }
+
+  /** Keeps the ring at `size` slots, holding on to the most recent stamps. */
+  fit(size: number): void {
+    if (this.stamps.length === size) return;
+    const ordered = [...this.stamps.subarray(this.next), ...this.stamps.subarray(0, this.next)];
+    const ring = new Float64Array(size).fill(-Infinity);
+    const keep = ordered.slice(Math.max(0, ordered.length - size));
+    ring.set(keep, size - keep.length);
+    this.stamps = ring;
+    this.next = 0;
+  }
+}
+
+const ceilS = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
+
+/**
+ * Exact limits kept in memory. The frequency limit keeps the times of the
+ * last `per_window` accepted requests (a fixed window would let 4 through
+ * around a boundary, GCRA 3), on the monotonic clock; days use the wall clock
+ * in UTC+02:00. State exists only for keys that were valid when used.
+ */
+export class MemoryLimiter implements Limiter {
+  onChange: () => void = () => undefined;
+  private readonly usage = new Map<string, KeyUsage>();
+
+  get trackedKeys(): number {
+    return this.usage.size;
+  }
+
+  private usageOf(key: KeyEntry, nowMs: number): KeyUsage {
+    let u = this.usage.get(key.id);
+    if (!u) this.usage.set(key.id, (u = new KeyUsage()));
+    u.rollover(serviceDay(nowMs));
+    return u;
+  }
+
+  admit(key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict {
+    const u = this.usageOf(key, nowMs);
+    const { perWindow, windowS, daily, subnets } = key.limits;
+    const newSubnet = subnets !== null && !u.subnets.includes(subnet);
+    if (newSubnet && u.subnets.length >= subnets) {
+      return {
+        ok: false,
+        status: '403 Forbidden',
+        message: `Subnet limit exceeded: this key has been used from ${subnets} subnets today, the most it may; ${formatSubnet(subnet)} is not one of them. Subnets reset at 00:00 UTC+02:00`,
+        retryAfterS: ceilS(msUntilNextServiceMidnight(nowMs)),
+      };
+    }
+    if (perWindow !== null) {
+      u.fit(perWindow);
+      const oldest = u.stamps[u.next];
+      const windowMs = (windowS ?? 0) * 1000;
+      if (monoMs - oldest < windowMs) {
+        const retryAfterS = ceilS(oldest + windowMs - monoMs);
+        return {
+          ok: false,
+          status: '429 Too Many Requests',
+          message: `Request rate limit exceeded: at most ${perWindow} requests per ${windowS} s; retry in ${retryAfterS} s`,
+          retryAfterS,
+        };
+      }
+    }
+    if (daily !== null && u.count >= daily) {
+      const retryAfterS = ceilS(msUntilNextServiceMidnight(nowMs));
+      return {
+        ok: false,
+        status: '429 Too Many Requests',
+        message: `Daily request limit exceeded: at most ${daily} requests per day; the count resets at 00:00 UTC+02:00, in ${retryAfterS} s`,
+        retryAfterS,
+      };
+    }
+    u.count++;
+    if (perWindow !== null) {
+      u.stamps[u.next] = monoMs;
+      u.next = (u.next + 1) % perWindow;
+    }
+    if (newSubnet) u.subnets.push(subnet);
+    this.onChange();
+    return OK;
+  }
+
+  allowance(key: KeyEntry, nowMs: number, monoMs: number): Allowance {
+    const u = this.usageOf(key, nowMs);
+    const { perWindow, windowS, daily } = key.limits;
+    let window: Allowance['window'] = null;
+    if (perWindow !== null) {
+      u.fit(perWindow);
+      const windowMs = (windowS ?? 0) * 1000;
+      let used = 0;
+      let newest = -Infinity;
+      for (const t of u.stamps) {
+        if (monoMs - t < windowMs) used++;
+        if (t > newest) newest = t;
+      }
+      window = { limit: perWindow, windowS: windowS ?? 0, remaining: perWindow - used, resetS: used === 0 ? 0 : Math.ceil((newest + windowMs - monoMs) / 1000) };
+    }
+    const resetS = Math.ceil(msUntilNextServiceMidnight(nowMs) / 1000);
+    return { window, daily: { limit: daily ?? Infinity, remaining: daily === null ? Infinity : Math.max(0, daily - u.count), resetS } };
+  }
+
+  exportDay(nowMs: number): DailyState {
+    const day = serviceDay(nowMs);
+    const keys: DailyState['keys'] = {};
+    for (const [id, u] of this.usage) {
+      if (u.day === day && (u.count > 0 || u.subnets.length > 0)) keys[id] = { count: u.count, subnets: [...u.subnets] };
+    }
+    return { day, keys };
+  }
+
+  /** Takes saved counts if they are of today's service day; returns whether it did. */
+  importDay(state: DailyState, nowMs: number): boolean {
+    const day = serviceDay(nowMs);
+    if (state.day !== day) return false;
+    for (const [id, saved] of Object.entries(state.keys)) {
+      let u = this.usage.get(id);
+      if (!u) this.usage.set(id, (u = new KeyUsage()));
+      u.day = day;
+      u.count = saved.count;
+      u.subnets = [...saved.subnets];
+    }
+    return true;
+  }
+
+  /** Drops what no longer matters: usage of an earlier day whose windows have passed. */
+  prune(nowMs: number, monoMs: number, longestWindowMs: number): void {
+    const day = serviceDay(nowMs);
+    for (const [id, u] of this.usage) {
+      let newest = -Infinity;
+      for (const t of u.stamps) if (t > newest) newest = t;
+      if (u.day !== day && monoMs - newest >= longestWindowMs) this.usage.delete(id);
+    }
+  }
+}
