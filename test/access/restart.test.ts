@@ -1,0 +1,78 @@
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { writeFileAtomic } from '../../src/core/atomic-write.js';
+import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { exitWithin, runCli, type Child } from '../helpers/cli.js';
+import { eventually, tempDir } from '../helpers/server.js';
+
+/** Usage survives a restart: real processes, real signals, a real state file. */
+const dir = tempDir();
+const snapshot = join(dir, 'snapshot.msgpack');
+const keys = join(dir, 'keys.json');
+const now = Math.floor(Date.now() / 1000);
+writeFileAtomic(snapshot, encodeSnapshot(generateRecords({ records: 100, seed: 2, now }), now));
+writeFileSync(keys, JSON.stringify({ keys: [{ key: 'five', limits: { per_window: null, daily: 5 } }] }));
+
+async function serve(state: string): Promise<{ child: Child; port: string }> {
+  const port = String(23000 + Math.floor(Math.random() * 20000));
+  const child = runCli(['serve', '--snapshot', snapshot, '--keys', keys, '--port', port, '--host', '127.0.0.1', '--state', state]);
+  await eventually(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, 10000, 'ready');
+  return { child, port };
+}
+const ask = async (port: string) => (await fetch(`http://127.0.0.1:${port}/api?key=five&count=1`)).status;
+
+const test = suite('usage across restarts');
+
+test('SIGTERM saves the day: 3 requests, restart, 2 more accepted, then 429', async () => {
+  const state = join(dir, 'term.json');
+  let { child, port } = await serve(state);
+  for (let i = 0; i < 3; i++) assert.is(await ask(port), 200);
+  child.proc.kill('SIGTERM');
+  assert.is(await exitWithin(child, 15000), 0);
+  ({ child, port } = await serve(state));
+  try {
+    assert.is(await ask(port), 200);
+    assert.is(await ask(port), 200);
+    assert.is(await ask(port), 429);
+  } finally {
+    child.proc.kill('SIGTERM');
+    await exitWithin(child, 15000);
+  }
+});
+
+test('SIGKILL after the 5-second flush loses nothing', async () => {
+  const state = join(dir, 'kill.json');
+  let { child, port } = await serve(state);
+  for (let i = 0; i < 3; i++) assert.is(await ask(port), 200);
+  await eventually(() => existsSync(state) && readFileSync(state, 'utf8').includes('"count":3'), 7000, 'the flush');
+  child.proc.kill('SIGKILL');
+  await exitWithin(child, 15000);
+  ({ child, port } = await serve(state));
+  try {
+    assert.is(await ask(port), 200);
+    assert.is(await ask(port), 200);
+    assert.is(await ask(port), 429);
+  } finally {
+    child.proc.kill('SIGTERM');
+    await exitWithin(child, 15000);
+  }
+});
+
+test('a corrupt state file is set aside, and the server starts and serves', async () => {
+  const state = join(dir, 'corrupt.json');
+  writeFileSync(state, '{"version":1,"day":');
+  const { child, port } = await serve(state);
+  try {
+    assert.is(await ask(port), 200);
+    assert.match(child.stdout(), '"event":"state_corrupt"');
+    assert.ok(readdirSync(dir).some((f) => f.startsWith('corrupt.json.corrupt-')), 'set aside');
+  } finally {
+    child.proc.kill('SIGTERM');
+    assert.is(await exitWithin(child, 15000), 0);
+  }
+  assert.match(readFileSync(state, 'utf8'), '"count":1', 'saved anew at stop');
+});
+
+test.run();
