@@ -1,5 +1,6 @@
--- Rotates through the request paths listed, one per line, in the file named by
--- the PATHS environment variable; each thread starts at its own offset.
+-- Rotates through the request paths listed one per line in the file named by
+-- the PATHS environment variable (each thread from its own offset), and ends
+-- with one JSON line of results, p99.9 included.
 local paths = {}
 for line in io.lines(os.getenv("PATHS")) do paths[#paths + 1] = line end
 local counter = 0
@@ -11,4 +12,12 @@ end
 function request()
   counter = counter + 1
   return wrk.format("GET", paths[((counter + offset) % #paths) + 1])
+end
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    'WRK_JSON {"requests":%d,"duration_us":%d,"bytes":%d,"p50_us":%d,"p99_us":%d,"p999_us":%d,"max_us":%d,"errors_connect":%d,"errors_read":%d,"errors_write":%d,"errors_status":%d,"errors_timeout":%d}\n',
+    summary.requests, summary.duration, summary.bytes,
+    latency:percentile(50), latency:percentile(99), latency:percentile(99.9), latency.max,
+    e.connect, e.read, e.write, e.status, e.timeout))
 end

@@ -1,6 +1,8 @@
 import { ANONS, RECORD_FIELDS, TYPES } from '../snapshot/format.js';
 import type { Store } from '../store/store.js';
+import { utf8 as enc } from '../store/encode.js';
 import { copyBytes, type OutputBuffer } from './output-buffer.js';
+import { compileRowWriter, type RowWriter } from './row-writer.js';
 
 /**
  * JSON written byte for byte as `JSON.stringify(value, null, 2)` (pretty) or
@@ -9,13 +11,9 @@ import { copyBytes, type OutputBuffer } from './output-buffer.js';
  * copy of bytes the store encoded at build time.
  */
 
-const enc = (s: string): Uint8Array => Buffer.from(s, 'utf8');
 const TYPE_JSON = TYPES.map((t) => enc(JSON.stringify(t)));
 const ANON_JSON = ANONS.map((a) => enc(JSON.stringify(a)));
 const WORKS_JSON = Array.from({ length: 101 }, (_, w) => enc(`"${w}"`));
-const TRUE = enc('true');
-const FALSE = enc('false');
-const QUOTE = 34;
 
 // Field codes: RECORD_FIELDS indexes, then SERVICE + service index.
 const F = Object.fromEntries(RECORD_FIELDS.map((f, i) => [f, i])) as Record<(typeof RECORD_FIELDS)[number], number>;
@@ -34,13 +32,7 @@ export interface JsonShape {
 }
 
 interface Template {
-  codes: number[];
-  keys: Uint8Array[];
-  /** Up to and including the record's `{`; for objects, up to the address. */
-  open: Uint8Array;
-  /** Objects only: from after the address to the record's `{`. */
-  afterAddress: Uint8Array;
-  close: Uint8Array;
+  writeRows: RowWriter;
   containerClose: Uint8Array;
   rowBound: number;
 }
@@ -74,101 +66,34 @@ function buildTemplate(store: Store, shape: JsonShape): Template {
   codes.forEach((code, i) => {
     rowBound += keys[i].length + (code >= SERVICE ? 5 : code === F.ping ? store.maxPingText : code === F.city ? store.maxCityJson : MAX_VALUE[code]);
   });
-  return {
-    codes,
-    keys,
-    open: enc(object ? `${nl(shape.depth)}"` : `${nl(shape.depth)}{`),
-    afterAddress: enc(`"${colon}{`),
-    close: enc(`${nl(shape.depth)}}`),
-    containerClose: enc(`${nl(shape.depth - 1)}${object ? '}' : ']'}`),
-    rowBound,
-  };
+  const writeRows = compileRowWriter(
+    {
+      codes,
+      keys,
+      open: enc(object ? `${nl(shape.depth)}"` : `${nl(shape.depth)}{`),
+      afterAddress: enc(`"${colon}{`),
+      close: enc(`${nl(shape.depth)}}`),
+      object,
+      splitIp: shape.splitIp,
+    },
+    { TYPE_JSON, ANON_JSON, WORKS_JSON },
+  );
+  return { writeRows, containerClose: enc(`${nl(shape.depth - 1)}${object ? '}' : ']'}`), rowBound };
 }
+
+const EMPTY = { array: enc('[]'), object: enc('{}') };
 
 /** Writes the array or object of `rows[0..n)`. */
 export function renderJson(out: OutputBuffer, store: Store, rows: Uint32Array, n: number, shape: JsonShape, lang: 'ru' | 'en'): void {
-  const object = shape.format === 'object';
   if (n === 0) {
-    out.append(enc(object ? '{}' : '[]'));
+    out.append(EMPTY[shape.format]);
     return;
   }
   const t = templateFor(store, shape);
-  const c = store.c;
-  const lines = c.lines.bytes;
-  const lineOff = c.lines.off;
-  const city = lang === 'ru' ? c.cityJsonRu : c.cityJsonEn;
-  const { codes, keys } = t;
-  let buf = out.reserve(1);
-  buf[out.pos++] = object ? 123 : 91;
-  for (let i = 0; i < n; i++) {
-    const r = rows[i];
-    buf = out.reserve(t.rowBound);
-    let pos = out.pos;
-    if (i > 0) buf[pos++] = 44;
-    pos = copyBytes(buf, pos, t.open, 0, t.open.length);
-    const lineStart = lineOff[r];
-    const addressEnd = lineOff[r + 1] - 1; // before the '\n'
-    const ipEnd = lineStart + c.ipLen[r];
-    if (object) {
-      pos = copyBytes(buf, pos, lines, lineStart, addressEnd);
-      pos = copyBytes(buf, pos, t.afterAddress, 0, t.afterAddress.length);
-    }
-    for (let k = 0; k < codes.length; k++) {
-      const key = keys[k];
-      pos = copyBytes(buf, pos, key, 0, key.length);
-      const code = codes[k];
-      switch (code) {
-        case 0: // ip
-          buf[pos++] = QUOTE;
-          pos = copyBytes(buf, pos, lines, lineStart, shape.splitIp ? ipEnd : addressEnd);
-          buf[pos++] = QUOTE;
-          break;
-        case 1: // port
-          buf[pos++] = QUOTE;
-          pos = copyBytes(buf, pos, lines, ipEnd + 1, addressEnd);
-          buf[pos++] = QUOTE;
-          break;
-        case 2: // ip_out
-          buf[pos++] = QUOTE;
-          pos = copyBytes(buf, pos, c.ipOut.bytes, c.ipOut.off[r], c.ipOut.off[r + 1]);
-          buf[pos++] = QUOTE;
-          break;
-        case 3:
-          pos = copyBytes(buf, pos, TYPE_JSON[c.type[r]], 0, TYPE_JSON[c.type[r]].length);
-          break;
-        case 4:
-          pos = copyBytes(buf, pos, ANON_JSON[c.anon[r]], 0, ANON_JSON[c.anon[r]].length);
-          break;
-        case 5: // ping
-          pos = copyBytes(buf, pos, c.pingText.bytes, c.pingText.off[r], c.pingText.off[r + 1]);
-          break;
-        case 6: // timecheck
-          buf[pos++] = QUOTE;
-          pos = copyBytes(buf, pos, c.timecheck, r * 19, r * 19 + 19);
-          buf[pos++] = QUOTE;
-          break;
-        case 7: {
-          const country = store.countryJson[c.country[r]];
-          pos = copyBytes(buf, pos, country, 0, country.length);
-          break;
-        }
-        case 8: {
-          const id = c.city[r];
-          pos = copyBytes(buf, pos, city.bytes, city.off[id], city.off[id + 1]);
-          break;
-        }
-        case 9:
-          pos = copyBytes(buf, pos, WORKS_JSON[c.works[r]], 0, WORKS_JSON[c.works[r]].length);
-          break;
-        default: {
-          const flag = (c.services[r] >>> (code - SERVICE)) & 1 ? TRUE : FALSE;
-          pos = copyBytes(buf, pos, flag, 0, flag.length);
-        }
-      }
-    }
-    if (codes.length === 0) buf[pos++] = 125;
-    else pos = copyBytes(buf, pos, t.close, 0, t.close.length);
-    out.pos = pos;
-  }
-  out.append(t.containerClose);
+  // One reservation for the worst case of the whole body: no growth while writing rows.
+  const buf = out.reserve(2 + n * t.rowBound + t.containerClose.length);
+  let pos = out.pos;
+  buf[pos++] = shape.format === 'object' ? 123 : 91;
+  pos = t.writeRows(buf, pos, rows, n, store, lang);
+  out.pos = copyBytes(buf, pos, t.containerClose, 0, t.containerClose.length);
 }

@@ -16,16 +16,25 @@ export class OutputBuffer {
     this.pos = 0;
   }
 
+  /**
+   * Room for `bytes` more. Growth is not zero-filled (allocUnsafe): callers
+   * that know an upper bound for a whole body reserve it at once, and pages
+   * never written are never touched, so a generous bound costs no memory.
+   */
   reserve(bytes: number): Uint8Array {
     const need = this.pos + bytes;
     if (need > this.buf.length) {
-      const grown = new Uint8Array(Math.ceil(Math.max(need, this.buf.length * 2) / PAGE) * PAGE);
+      const size = Math.ceil(Math.max(need, this.buf.length * 2) / PAGE) * PAGE;
+      const raw = Buffer.allocUnsafe(size);
+      // A plain Uint8Array view: renderers then see one array type only.
+      const grown = new Uint8Array(raw.buffer, raw.byteOffset, size);
       grown.set(this.buf.subarray(0, this.pos));
       this.buf = grown;
     }
     return this.buf;
   }
 
+  /** Appends bytes from anywhere (a cold path: Buffers welcome). */
   append(bytes: Uint8Array): void {
     this.reserve(bytes.length).set(bytes, this.pos);
     this.pos += bytes.length;

@@ -1,8 +1,9 @@
 import { TYPES } from '../snapshot/format.js';
 import type { Store } from '../store/store.js';
+import { utf8 } from '../store/encode.js';
 import { copyBytes, type OutputBuffer } from './output-buffer.js';
 
-const PREFIX = TYPES.map((t) => Buffer.from(`${t}://`));
+const PREFIX = TYPES.map((t) => utf8(`${t}://`));
 const MAX_PREFIX = Math.max(...PREFIX.map((p) => p.length));
 
 /**

@@ -38,6 +38,16 @@ export function writeAscii(buf: Uint8Array, pos: number, s: string): number {
   return pos;
 }
 
+/**
+ * UTF-8 bytes as a plain Uint8Array. Hot loops that copy bytes see only this
+ * one array type (a Buffer is a subclass with another shape), so their
+ * element accesses stay monomorphic.
+ */
+export function utf8(s: string): Uint8Array {
+  const b = Buffer.from(s, 'utf8');
+  return new Uint8Array(b.buffer, b.byteOffset, b.length);
+}
+
 /** Packs strings into one ByteStrings block (UTF-8). */
 export function packStrings(items: readonly string[]): { bytes: Uint8Array; off: Uint32Array } {
   const encoded = items.map((s) => Buffer.from(s, 'utf8'));

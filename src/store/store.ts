@@ -1,6 +1,7 @@
 import { ANONS, TYPES } from '../snapshot/format.js';
 import { member } from './bitset.js';
 import type { ByteStrings, StoreColumns, StoreMeta } from './columns.js';
+import { utf8 } from './encode.js';
 
 /** The comparison form of a city name, API.md 1.2. */
 export const normalizeCity = (s: string): string => s.trim().normalize('NFC').toLowerCase();
@@ -62,7 +63,7 @@ export class Store {
     this.serviceSets = meta.services.map((_, i) => member(c.serviceBits, i));
     this.maxCityJson = Math.max(longest(c.cityJsonRu), longest(c.cityJsonEn));
     this.maxPingText = longest(c.pingText);
-    this.countryJson = meta.countries.map((code) => Buffer.from(`"${code}"`));
+    this.countryJson = meta.countries.map((code) => utf8(`"${code}"`));
     this.scratch = {
       rows: new Uint32Array(c.rows),
       cityBits: new Uint32Array(this.words),

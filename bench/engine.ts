@@ -1,0 +1,82 @@
+/**
+ * The engine in process, on a 1,000,000-record store (T4 to T6):
+ * - a selective query with count=100 (median of 10,000);
+ * - the full txt dump of every record;
+ * - the full JSON dump (pretty=1), against JSON.stringify of the same objects.
+ * Run: npm run bench:engine [-- --records N]
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readQuery } from '../src/query/query-string.js';
+import { parsePlan } from '../src/query/parse.js';
+import { execute } from '../src/query/execute.js';
+import { renderBody } from '../src/render/body.js';
+import { OutputBuffer } from '../src/render/output-buffer.js';
+import { loadSnapshotFile } from '../src/snapshot/decode.js';
+import { Store } from '../src/store/store.js';
+import { NaiveEngine } from '../test/reference/naive-engine.js';
+import { CLI, median } from './harness.js';
+
+const arg = process.argv.indexOf('--records');
+const records = arg > 0 ? Number(process.argv[arg + 1]) : 1_000_000;
+const now = Math.floor(Date.now() / 1000);
+const dir = mkdtempSync(join(tmpdir(), 'proxylist-engine-'));
+const file = join(dir, 's.msgpack');
+execFileSync(process.execPath, [CLI, 'snapshot', 'generate', '--records', String(records), '--out', file, '--now', String(now)]);
+const { columns, meta } = loadSnapshotFile(file);
+const store = new Store(columns, meta, { file, loadedAtMs: Date.now(), generation: 1 });
+const out = new OutputBuffer();
+
+function run(query: string): { ms: number; bytes: number } {
+  const parsed = parsePlan(readQuery(query), store.meta.services);
+  if (!parsed.ok) throw new Error(parsed.message);
+  const t0 = performance.now();
+  out.reset();
+  const n = execute(store, parsed.plan, store.prefixEnd(now - parsed.plan.time));
+  renderBody(out, store, parsed.plan, store.scratch.rows, n, now * 1000);
+  return { ms: performance.now() - t0, bytes: out.pos };
+}
+const timed = (query: string, times: number) => {
+  for (let i = 0; i < Math.min(times, 20); i++) run(query); // warm-up
+  const runs = Array.from({ length: times }, () => run(query));
+  return { median_ms: median(runs.map((r) => r.ms)), bytes: runs[0].bytes };
+};
+
+const selective = timed('type=http&country=us&count=100', 10_000);
+const selectiveJson = timed('type=socks5&anon=elite&country=us,de&count=50&get=json', 10_000);
+const txtDump = timed('time=99999999', 15);
+const jsonDump = timed('time=99999999&get=json', 5);
+
+// JSON.stringify of the same records as plain objects, built beforehand (only the stringify is timed).
+const reference = NaiveEngine.fromFile(readFileSync(file));
+const objects = reference.records.map((r) => ({
+  ip: `${r.ip}:${r.port}`, ip_out: r.ip_out ?? r.ip, type: r.type, anon: r.anon, ping: Math.round(r.ping_ms) / 1000,
+  timecheck: new Date((r.checked_at + 7200) * 1000).toISOString().slice(0, 19).replace('T', ' '), country: r.country.toUpperCase(),
+  city: r.city?.ru ?? '', works: String(r.works), ...Object.fromEntries(meta.services.map((s) => [s, (r.services ?? []).includes(s)])),
+}));
+const stringify = Array.from({ length: 3 }, () => {
+  const t0 = performance.now();
+  const s = JSON.stringify(objects, null, 2);
+  const ms = performance.now() - t0;
+  return { ms, bytes: Buffer.byteLength(s) };
+});
+const stringifyMs = median(stringify.map((s) => s.ms));
+if (stringify[0].bytes !== jsonDump.bytes) throw new Error(`the JSON dump is ${jsonDump.bytes} bytes, JSON.stringify ${stringify[0].bytes}`);
+
+const result = {
+  date: new Date().toISOString(),
+  records: store.rows,
+  T4_selective_count100_us: Math.round(selective.median_ms * 10000) / 10,
+  selective_json_count50_us: Math.round(selectiveJson.median_ms * 10000) / 10,
+  T5_full_txt_dump_ms: Math.round(txtDump.median_ms * 10) / 10,
+  full_txt_bytes: txtDump.bytes,
+  T6_full_json_dump_ms: Math.round(jsonDump.median_ms),
+  json_stringify_same_objects_ms: Math.round(stringifyMs),
+  T6_speedup_vs_stringify: Math.round((stringifyMs / jsonDump.median_ms) * 100) / 100,
+  full_json_bytes: jsonDump.bytes,
+};
+console.log(JSON.stringify(result, null, 2));
+writeFileSync(join('bench', 'results', `engine-${records}.json`), JSON.stringify(result, null, 2) + '\n');
+rmSync(dir, { recursive: true, force: true });

@@ -1,0 +1,88 @@
+/** Shared pieces of the benchmarks: processes pinned to cores, readiness, wrk runs. */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+export const WRK_LUA = fileURLToPath(new URL('../../bench/wrk/rotate.lua', import.meta.url));
+export const BENCH_KEY = 'bench-key';
+export const SERVER_CORE = '0';
+export const LOAD_CORE = '1';
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+export function generateSnapshot(file: string, records: number, now: number, seed = 1): void {
+  execFileSync(process.execPath, [CLI, 'snapshot', 'generate', '--records', String(records), '--out', file, '--seed', String(seed), '--now', String(now)]);
+}
+
+export function writeBenchKeys(file: string): void {
+  writeFileSync(file, JSON.stringify({ keys: [{ key: BENCH_KEY, name: 'bench', limits: { per_window: null, daily: null, subnets: null } }] }));
+}
+
+/** Starts a command pinned to the server core. */
+export function startPinned(command: string, args: string[]): ChildProcess {
+  return spawn('taskset', ['-c', SERVER_CORE, command, ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+export async function waitFor(url: string, ms = 60_000, ok = (status: number) => status < 500): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    try {
+      if (ok((await fetch(url)).status)) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  throw new Error(`${url} did not come up within ${ms} ms`);
+}
+
+export async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await Promise.race([exited, sleep(15_000)]);
+  if (child.exitCode === null) child.kill('SIGKILL');
+}
+
+export interface WrkResult {
+  rps: number;
+  mb_per_s: number;
+  p50_ms: number;
+  p99_ms: number;
+  p999_ms: number;
+  max_ms: number;
+  errors: number;
+}
+
+/** One wrk run, pinned to the load core: 1 thread, 64 connections, rotating through `paths`. */
+export function wrk(port: number, paths: readonly string[], seconds: number, workDir: string): WrkResult {
+  const file = join(workDir, 'wrk-paths.txt');
+  writeFileSync(file, paths.join('\n') + '\n');
+  const out = execFileSync('taskset', ['-c', LOAD_CORE, 'wrk', '-t', '1', '-c', '64', '-d', `${seconds}s`, '-s', WRK_LUA, `http://127.0.0.1:${port}`], {
+    env: { ...process.env, PATHS: file },
+    maxBuffer: 1 << 24,
+  }).toString();
+  const line = out.split('\n').find((l) => l.startsWith('WRK_JSON '));
+  if (!line) throw new Error(`wrk printed no result:\n${out}`);
+  const r = JSON.parse(line.slice(9));
+  const ms = (us: number) => Math.round(us / 10) / 100;
+  return {
+    rps: Math.round(r.requests / (r.duration_us / 1e6)),
+    mb_per_s: Math.round(r.bytes / (r.duration_us / 1e6) / 1048576),
+    p50_ms: ms(r.p50_us),
+    p99_ms: ms(r.p99_us),
+    p999_ms: ms(r.p999_us),
+    max_ms: ms(r.max_us),
+    errors: r.errors_connect + r.errors_read + r.errors_write + r.errors_status + r.errors_timeout,
+  };
+}
+
+/** The median run by requests/s of `runs` wrk runs. */
+export function wrkMedian(port: number, paths: readonly string[], seconds: number, runs: number, workDir: string): WrkResult & { runs_rps: number[] } {
+  const results = Array.from({ length: runs }, () => wrk(port, paths, seconds, workDir));
+  const m = median(results.map((r) => r.rps));
+  return { ...results.find((r) => r.rps === m)!, runs_rps: results.map((r) => r.rps) };
+}

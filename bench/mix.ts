@@ -1,0 +1,29 @@
+/**
+ * The fixed query mix of the HTTP benchmark: realistic queries as clients send
+ * them (the key is added by the harness). It is not to be tuned: every
+ * contender answers exactly these, in rotation.
+ */
+export const QUERY_MIX: readonly string[] = [
+  'type=http&count=100',
+  'type=socks5&anon=elite&country=us,de&count=50&get=json',
+  'country=ru,ua&cm=except&time=300',
+  'service=telegram&works=80',
+  'city=%D0%9C%D0%BE%D1%81%D0%BA%D0%B2%D0%B0', // city=Москва
+  'lang=en&city=Moscow',
+  'get=json&fields=ip,port,type&split_ip=1&pretty=0',
+  'format=object&wrap=1&get=json&count=100',
+  '', // the full txt dump of the default window
+  'get=json', // the full JSON dump of the default window
+  'type=https&country=zz', // no match: unknown country
+  'ping=1&get=json', // no match: nothing that fast
+  'type=socks4,socks5&count=20&type_prefix=1',
+  'anon=anonymous,elite&ping=300&count=200',
+  'country=us&count=500&get=txt.file',
+  'service=google,smtp&get=json&pretty=0&count=50',
+  'country=de,nl,fr&cm=include&type=http,https&works=50',
+  'time=60&get=json&fields=ip,ping,timecheck',
+  'ip=1.2.3.4&get=json', // no match: an address not in the list
+  'country_mode=except&country=cn,ru&count=1000&get=json&pretty=0',
+  'works=95&time=120&count=10',
+  'get=json.file&service=avito&count=300&lang=en',
+];
