@@ -3,17 +3,19 @@ import { CodedError, messageOf } from '../core/errors.js';
 import { RecordExtractor, buildStore } from '../store/build.js';
 import type { StoreColumns, StoreMeta } from '../store/columns.js';
 import { DEFAULT_SERVICES, describeTopLevelError, serviceNamesProblem, validateTopLevel, type SnapshotFile } from './format.js';
-import { Truncated, arrayHeader, decodeEach, decodeOne, mapHeader, skipValue } from './msgpack-walk.js';
+import { Truncated, arrayHeader, decodeOne, mapHeader, skipValue } from './msgpack-walk.js';
+import { RecordDecoder } from './record-decoder.js';
 
 const rejected = (reason: string): CodedError => new CodedError('E_SNAPSHOT_INVALID', `snapshot rejected: ${reason}`);
 
-type RecordSink = (record: unknown, index: number) => void;
+/** Reads the record at pos, returns the position after it. */
+type RecordSink = (pos: number, index: number) => number;
 
 /**
  * Reads a snapshot: the top level is decoded and validated first (a file that
  * fails there is rejected whole), then `begin` is told the top level and the
- * record count, and each record, decoded on its own, goes to the sink it
- * returns. Returns the top level, with `proxies` left empty.
+ * record count, and the sink it returns reads each record from its position.
+ * Returns the top level, with `proxies` left empty.
  */
 export function readSnapshot(bytes: Uint8Array, begin: (top: SnapshotFile, records: number) => RecordSink): SnapshotFile {
   try {
@@ -37,27 +39,35 @@ function walk(bytes: Uint8Array, begin: (top: SnapshotFile, records: number) => 
   const top: Record<string, unknown> = {};
   let proxies: { at: number; count: number } | null = null;
   let pos = map[1];
+  let proxiesLast = false;
   for (let i = 0; i < map[0]; i++) {
     const key = decodeOne(bytes, pos);
     pos = key.end;
     const list = key.value === 'proxies' ? arrayHeader(bytes, pos) : null;
     if (list) {
-      // Records wait until the services they may name are known.
       proxies = { at: pos + list[1], count: list[0] };
       top.proxies = [];
-      pos = skipValue(bytes, pos);
+      // Records wait until the services they may name are known. When the
+      // records come last (as checkers write them) nothing follows to look
+      // for; otherwise the array is stepped over, undecoded, to find the rest.
+      proxiesLast = i === map[0] - 1;
+      if (!proxiesLast) pos = skipValue(bytes, pos);
     } else {
       const value = decodeOne(bytes, pos);
       if (typeof key.value === 'string') top[key.value] = value.value;
       pos = value.end;
     }
   }
-  if (pos !== bytes.length) throw rejected(`${bytes.length - pos} bytes follow the snapshot`);
+  if (!proxiesLast && pos !== bytes.length) throw rejected(`${bytes.length - pos} bytes follow the snapshot`);
   if (!validateTopLevel(top)) throw rejected(describeTopLevelError());
   const problem = serviceNamesProblem(top.services ?? DEFAULT_SERVICES);
   if (problem) throw rejected(problem);
   const sink = begin(top, proxies?.count ?? 0);
-  if (proxies) decodeEach(bytes, proxies.at, proxies.count, sink);
+  if (proxies) {
+    let p = proxies.at;
+    for (let i = 0; i < proxies.count; i++) p = sink(p, i);
+    if (proxiesLast && p !== bytes.length) throw rejected(`${bytes.length - p} bytes follow the snapshot`);
+  }
   return top;
 }
 
@@ -71,10 +81,17 @@ export function readSnapshotFile(path: string): Uint8Array {
 
 /** Read, decode, validate and build, on the calling thread. */
 export function loadSnapshotBytes(bytes: Uint8Array): { columns: StoreColumns; meta: StoreMeta } {
+  const b = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
   let extractor: RecordExtractor | null = null;
-  const top = readSnapshot(bytes, (header, records) => {
-    const x = (extractor = new RecordExtractor(header.services ?? DEFAULT_SERVICES, records));
-    return (record, index) => x.add(record, index);
+  const top = readSnapshot(b, (header, records) => {
+    const services = header.services ?? DEFAULT_SERVICES;
+    const x = (extractor = new RecordExtractor(services, records));
+    const decoder = new RecordDecoder(services);
+    return (pos, index) => {
+      const end = decoder.read(b, pos);
+      x.take(decoder, b, index);
+      return end;
+    };
   });
   return buildStore(extractor!, top.generated_at);
 }

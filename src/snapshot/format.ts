@@ -80,14 +80,14 @@ export function serviceNamesProblem(services: readonly string[]): string | null 
   return null;
 }
 
-/** Dotted IPv4 in canonical form (no leading zeros, each octet 0..255) → uint32, or -1. */
-export function parseIPv4(s: string): number {
+/** Dotted IPv4 in canonical form (no leading zeros, each octet 0..255) from bytes → uint32, or -1. */
+export function parseIPv4Bytes(b: Uint8Array, start: number, len: number): number {
   let value = 0;
   let octet = 0;
   let digits = 0;
   let dots = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
+  for (let i = start; i < start + len; i++) {
+    const c = b[i];
     if (c === 46) {
       if (digits === 0 || dots === 3) return -1;
       value = value * 256 + octet;
@@ -106,39 +106,11 @@ export function parseIPv4(s: string): number {
   return value * 256 + octet;
 }
 
-const isInt = (v: unknown, min: number, max: number): v is number =>
-  typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
+const ipScratch = new Uint8Array(15);
 
-const isAbsent = (v: unknown): boolean => v === undefined || v === null;
-
-const isMap = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
-
-/**
- * Checks one record against API.md section 2. Returns null when valid, or the
- * reason it is skipped. `serviceIndex` maps the top-level service names.
- */
-export function recordProblem(r: unknown, serviceIndex: ReadonlyMap<string, number>): string | null {
-  if (!isMap(r)) return 'record is not a map';
-  if (typeof r.ip !== 'string' || parseIPv4(r.ip) < 0) return 'ip is not a dotted IPv4 address';
-  if (!isInt(r.port, 1, 65535)) return 'port is not an integer in 1..65535';
-  if (!isAbsent(r.ip_out) && (typeof r.ip_out !== 'string' || parseIPv4(r.ip_out) < 0)) return 'ip_out is not a dotted IPv4 address';
-  if (typeof r.type !== 'string' || !(TYPES as readonly string[]).includes(r.type)) return 'type is not one of http, https, socks4, socks5';
-  if (typeof r.anon !== 'string' || !(ANONS as readonly string[]).includes(r.anon)) return 'anon is not one of transparent, anonymous, elite';
-  if (typeof r.ping_ms !== 'number' || !Number.isFinite(r.ping_ms) || r.ping_ms < 0) return 'ping_ms is not a finite number >= 0';
-  if (!isInt(r.checked_at, 0, 0xffffffff)) return 'checked_at is not an integer unix time';
-  if (typeof r.country !== 'string' || !/^[A-Za-z]{2}$/.test(r.country)) return 'country is not two letters';
-  if (!isAbsent(r.city)) {
-    if (!isMap(r.city)) return 'city is not a map';
-    if (!isAbsent(r.city.ru) && typeof r.city.ru !== 'string') return 'city.ru is not a string';
-    if (!isAbsent(r.city.en) && typeof r.city.en !== 'string') return 'city.en is not a string';
-  }
-  if (!isInt(r.works, 0, 100)) return 'works is not an integer in 0..100';
-  if (!isAbsent(r.services)) {
-    if (!Array.isArray(r.services)) return 'services is not an array';
-    for (const s of r.services) {
-      if (typeof s !== 'string' || !serviceIndex.has(s)) return `services names an unknown service ${JSON.stringify(String(s)).slice(0, 70)}`;
-    }
-  }
-  return null;
+/** The same for text. */
+export function parseIPv4(s: string): number {
+  if (s.length > 15) return -1;
+  for (let i = 0; i < s.length; i++) ipScratch[i] = Math.min(255, s.charCodeAt(i));
+  return parseIPv4Bytes(ipScratch, 0, s.length);
 }

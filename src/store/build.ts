@@ -1,18 +1,17 @@
-import { ANONS, DEFAULT_SERVICES, TYPES, parseIPv4, recordProblem, type SnapshotRecord } from '../snapshot/format.js';
+import { Packr } from 'msgpackr';
+import { ANONS, DEFAULT_SERVICES, TYPES } from '../snapshot/format.js';
+import { RecordDecoder } from '../snapshot/record-decoder.js';
 import { formatTimecheck } from '../core/service-time.js';
 import { newFamily, member, setBit } from './bitset.js';
 import type { ByteStrings, StoreColumns, StoreMeta } from './columns.js';
-import { ipv4Length, packStrings, uintLength, writeAscii, writeIPv4, writeUint } from './encode.js';
+import { packStrings, writeAscii, writeIPv4, writeUint } from './encode.js';
 import { radixSortIndices, uint32Digits } from './radix-sort.js';
 
 const MAX_SKIP_REASONS = 10;
-const TYPE_CODE = new Map<string, number>(TYPES.map((t, i) => [t, i]));
-const ANON_CODE = new Map<string, number>(ANONS.map((a, i) => [a, i]));
 
 /**
- * Takes records one at a time, as they are decoded, checks each (API.md 2) and
- * keeps its fields in columns indexed by valid-record number. Nothing of the
- * record object outlives the call.
+ * Takes records one at a time, as the decoder reads them, and keeps the
+ * fields of the valid ones in columns indexed by valid-record number.
  */
 export class RecordExtractor {
   count = 0;
@@ -30,12 +29,13 @@ export class RecordExtractor {
   readonly services: Uint32Array;
   readonly ipOut: Uint32Array;
   readonly cities: Array<{ ru: string; en: string }> = [{ ru: '', en: '' }];
-  private readonly countryIds = new Map<string, number>();
-  private readonly cityIds = new Map<string, number>([['\u0000', 0]]);
-  private readonly serviceIndex: Map<string, number>;
+  /** Country id by the code's two char codes (c1 * 256 + c2); -1 unseen. */
+  private readonly countryIds = new Int16Array(65536).fill(-1);
+  private readonly countryCodes: string[] = [];
+  /** City id by the raw bytes of the record's `city` value. */
+  private readonly cityIds = new Map<string, number>();
 
   constructor(readonly serviceNames: readonly string[], capacity: number) {
-    this.serviceIndex = new Map(serviceNames.map((s, i) => [s, i]));
     this.ip = new Uint32Array(capacity);
     this.port = new Uint16Array(capacity);
     this.type = new Uint8Array(capacity);
@@ -49,49 +49,48 @@ export class RecordExtractor {
     this.ipOut = new Uint32Array(capacity);
   }
 
-  add(raw: unknown, index: number): void {
-    const problem = recordProblem(raw, this.serviceIndex);
-    if (problem !== null) {
+  /** Takes the record the decoder has just read from `b`. */
+  take(d: RecordDecoder, b: Buffer, index: number): void {
+    if (d.problem !== null) {
       this.skipped++;
-      if (this.skipReasons.length < MAX_SKIP_REASONS) this.skipReasons.push(`record ${index}: ${problem}`);
+      if (this.skipReasons.length < MAX_SKIP_REASONS) this.skipReasons.push(`record ${index}: ${d.problem}`);
       return;
     }
-    const r = raw as SnapshotRecord;
     const m = this.count++;
-    this.ip[m] = parseIPv4(r.ip);
-    this.port[m] = r.port;
-    this.type[m] = TYPE_CODE.get(r.type)!;
-    this.anon[m] = ANON_CODE.get(r.anon)!;
-    this.works[m] = r.works;
-    this.ping[m] = Math.round(r.ping_ms);
-    this.checkedAt[m] = r.checked_at;
-    this.ipOut[m] = typeof r.ip_out === 'string' ? parseIPv4(r.ip_out) : this.ip[m];
+    this.ip[m] = d.ip;
+    this.port[m] = d.port;
+    this.type[m] = d.type;
+    this.anon[m] = d.anon;
+    this.works[m] = d.works;
+    this.ping[m] = d.ping;
+    this.checkedAt[m] = d.checkedAt;
+    this.ipOut[m] = d.ipOut >= 0 ? d.ipOut : d.ip;
+    this.services[m] = d.services;
 
-    const country = r.country.toUpperCase();
-    let countryId = this.countryIds.get(country);
-    if (countryId === undefined) this.countryIds.set(country, (countryId = this.countryIds.size));
+    let countryId = this.countryIds[d.country];
+    if (countryId < 0) {
+      this.countryIds[d.country] = countryId = this.countryCodes.length;
+      this.countryCodes.push(String.fromCharCode(d.country >> 8, d.country & 255));
+    }
     this.country[m] = countryId;
 
-    const ru = r.city?.ru ?? '';
-    const en = r.city?.en ?? '';
-    const cityKey = ru + '\u0000' + en;
-    let cityId = this.cityIds.get(cityKey);
-    if (cityId === undefined) {
-      this.cityIds.set(cityKey, (cityId = this.cities.length));
-      this.cities.push({ ru, en });
+    let cityId = 0;
+    if (d.cityStart >= 0) {
+      const key = b.toString('latin1', d.cityStart, d.cityEnd);
+      const known = this.cityIds.get(key);
+      if (known !== undefined) cityId = known;
+      else {
+        this.cityIds.set(key, (cityId = this.cities.length));
+        this.cities.push({ ru: d.ruStart >= 0 ? b.toString('utf8', d.ruStart, d.ruEnd) : '', en: d.enStart >= 0 ? b.toString('utf8', d.enStart, d.enEnd) : '' });
+      }
     }
     this.city[m] = cityId;
-
-    let mask = 0;
-    if (r.services) for (const s of r.services) mask |= 1 << this.serviceIndex.get(s)!;
-    this.services[m] = mask >>> 0;
   }
 
   /** Country codes in alphabetical order (ids do not depend on record order); renumbers the column. */
   countries(): string[] {
-    const byFirstSeen = [...this.countryIds.keys()];
-    const sorted = [...byFirstSeen].sort();
-    const remap = byFirstSeen.map((c) => sorted.indexOf(c));
+    const sorted = [...this.countryCodes].sort();
+    const remap = this.countryCodes.map((c) => sorted.indexOf(c));
     for (let m = 0; m < this.count; m++) this.country[m] = remap[this.country[m]];
     return sorted;
   }
@@ -108,12 +107,22 @@ function pingSortKey(ping: Float64Array, n: number): (i: number) => number {
   return (i) => rank.get(ping[i])!;
 }
 
-function byteStrings(count: number, lengthOf: (row: number) => number, write: (buf: Uint8Array, pos: number, row: number) => number): ByteStrings {
+/** One pass: each item written at most `maxBytes` long, then the block cut to size. */
+function byteStrings(count: number, maxBytes: number, write: (buf: Uint8Array, pos: number, row: number) => number): ByteStrings {
   const off = new Uint32Array(count + 1);
-  for (let r = 0; r < count; r++) off[r + 1] = off[r] + lengthOf(r);
-  const bytes = new Uint8Array(off[count]);
-  for (let r = 0; r < count; r++) write(bytes, off[r], r);
-  return { bytes, off };
+  const scratch = new Uint8Array(count * maxBytes);
+  let pos = 0;
+  for (let r = 0; r < count; r++) off[r + 1] = pos = write(scratch, pos, r);
+  return { bytes: scratch.slice(0, pos), off };
+}
+
+type Column = Uint8Array | Uint16Array | Uint32Array | Float64Array;
+
+/** dst[r] = src[order[r]], a column at a time, so the random reads stay in one array. */
+function gather<T extends Column>(src: T, order: Uint32Array, rows: number): T {
+  const dst = new (src.constructor as new (n: number) => T)(rows);
+  for (let r = 0; r < rows; r++) dst[r] = src[order[r]];
+  return dst;
 }
 
 /**
@@ -121,10 +130,16 @@ function byteStrings(count: number, lengthOf: (row: number) => number, write: (b
  * Invalid records are skipped and counted; of duplicates of one (ip, port,
  * type) the latest `checked_at` is kept, and on a tie the one later in the file.
  */
-/** For callers that hold the records already (tests, tools): the same checks and build. */
+/** For callers that hold records as objects (tests, tools): encoded, then read like a file. */
 export function buildFromRecords(proxies: readonly unknown[], services: readonly string[] = DEFAULT_SERVICES, generatedAt = 0): { columns: StoreColumns; meta: StoreMeta } {
+  const packr = new Packr({ useRecords: false });
+  const decoder = new RecordDecoder(services);
   const x = new RecordExtractor(services, proxies.length);
-  proxies.forEach((r, i) => x.add(r, i));
+  proxies.forEach((r, i) => {
+    const bytes = packr.pack(r);
+    decoder.read(bytes, 0);
+    x.take(decoder, bytes, i);
+  });
   return buildStore(x, generatedAt);
 }
 
@@ -160,17 +175,11 @@ export function buildStore(x: RecordExtractor, generatedAt: number): { columns: 
 
   const c = {
     rows,
-    ip: new Uint32Array(rows), port: new Uint16Array(rows), type: new Uint8Array(rows), anon: new Uint8Array(rows),
-    works: new Uint8Array(rows), ping: new Float64Array(rows), checkedAt: new Uint32Array(rows),
-    country: new Uint16Array(rows), city: new Uint32Array(rows), services: new Uint32Array(rows),
+    ip: gather(x.ip, out, rows), port: gather(x.port, out, rows), type: gather(x.type, out, rows), anon: gather(x.anon, out, rows),
+    works: gather(x.works, out, rows), ping: gather(x.ping, out, rows), checkedAt: gather(x.checkedAt, out, rows),
+    country: gather(x.country, out, rows), city: gather(x.city, out, rows), services: gather(x.services, out, rows),
   };
-  const ipOut = new Uint32Array(rows);
-  for (let r = 0; r < rows; r++) {
-    const v = out[r];
-    c.ip[r] = x.ip[v]; c.port[r] = x.port[v]; c.type[r] = x.type[v]; c.anon[r] = x.anon[v]; c.works[r] = x.works[v];
-    c.ping[r] = x.ping[v]; c.checkedAt[r] = x.checkedAt[v]; c.country[r] = x.country[v]; c.city[r] = x.city[v];
-    c.services[r] = x.services[v]; ipOut[r] = x.ipOut[v];
-  }
+  const ipOut = gather(x.ipOut, out, rows);
 
   const byAddress = new Uint32Array(rows);
   const addrId = new Uint32Array(rows);
@@ -184,14 +193,16 @@ export function buildStore(x: RecordExtractor, generatedAt: number): { columns: 
   }
 
   const ipLen = new Uint8Array(rows);
-  const lines = byteStrings(rows, (r) => (ipLen[r] = ipv4Length(c.ip[r])) + 2 + uintLength(c.port[r]), (buf, pos, r) => {
+  const lines = byteStrings(rows, 22, (buf, pos, r) => {
+    const start = pos;
     pos = writeIPv4(buf, pos, c.ip[r]);
+    ipLen[r] = pos - start;
     buf[pos++] = 58; // ':'
     pos = writeUint(buf, pos, c.port[r]);
     buf[pos] = 10;
     return pos + 1;
   });
-  const ipOutText = byteStrings(rows, (r) => ipv4Length(ipOut[r]), (buf, pos, r) => writeIPv4(buf, pos, ipOut[r]));
+  const ipOutText = byteStrings(rows, 15, (buf, pos, r) => writeIPv4(buf, pos, ipOut[r]));
   // Pings repeat a lot: format each whole-millisecond value once.
   const pingMemo = new Map<number, string>();
   const pingString = (ms: number): string => {
@@ -199,15 +210,18 @@ export function buildStore(x: RecordExtractor, generatedAt: number): { columns: 
     if (s === undefined) pingMemo.set(ms, (s = String(ms / 1000)));
     return s;
   };
-  const pingText = byteStrings(rows, (r) => pingString(c.ping[r]).length, (buf, pos, r) => writeAscii(buf, pos, pingString(c.ping[r])));
+  let maxPing = 1;
+  for (let r = 0; r < rows; r++) maxPing = Math.max(maxPing, pingString(c.ping[r]).length);
+  const pingText = byteStrings(rows, maxPing, (buf, pos, r) => writeAscii(buf, pos, pingString(c.ping[r])));
 
-  // Rows are grouped by checked_at, so one formatted string serves a run.
+  // Rows are grouped by checked_at: a run repeats the bytes of its first row.
   const timecheck = new Uint8Array(rows * 19);
-  let lastT = -1;
-  let lastText = '';
   for (let r = 0; r < rows; r++) {
-    if (c.checkedAt[r] !== lastT) lastText = formatTimecheck((lastT = c.checkedAt[r]));
-    writeAscii(timecheck, r * 19, lastText);
+    if (r > 0 && c.checkedAt[r] === c.checkedAt[r - 1]) {
+      for (let i = r * 19 - 19, j = r * 19, end = j + 19; j < end; ) timecheck[j++] = timecheck[i++];
+    } else {
+      writeAscii(timecheck, r * 19, formatTimecheck(c.checkedAt[r]));
+    }
   }
 
   const typeBits = newFamily(TYPES.length, rows);

@@ -6,7 +6,8 @@
  * compared. It answers valid queries; error texts are tested elsewhere.
  */
 import { unpack } from 'msgpackr';
-import { recordProblem, type SnapshotRecord } from '../../src/snapshot/format.js';
+import type { SnapshotRecord } from '../../src/snapshot/format.js';
+import { recordProblem } from './naive-validity.js';
 
 const TYPES = ['http', 'https', 'socks4', 'socks5'];
 const DEFAULT_SERVICES = ['smtp', 'telegram', 'avito', 'google', 'the service'];
@@ -28,8 +29,7 @@ export class NaiveEngine {
 
   constructor(snapshot: { services?: string[]; proxies: unknown[] }) {
     this.services = snapshot.services ?? DEFAULT_SERVICES;
-    const known = new Map(this.services.map((s, i) => [s, i]));
-    const valid = snapshot.proxies.filter((r) => recordProblem(r, known) === null) as SnapshotRecord[];
+    const valid = snapshot.proxies.filter((r) => recordProblem(r, this.services) === null) as SnapshotRecord[];
     const byIdentity = new Map<string, SnapshotRecord>();
     for (const r of valid) {
       const id = `${r.ip}:${r.port}/${r.type}`;

@@ -1,0 +1,36 @@
+/**
+ * The reference's own reading of API.md section 2 on decoded objects, written
+ * independently of the service's byte-level decoder, so each checks the other.
+ */
+import { ANONS, TYPES } from '../../src/snapshot/format.js';
+
+const IPV4 = /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})$/;
+const isIPv4 = (v: unknown): boolean => typeof v === 'string' && IPV4.test(v) && v.split('.').every((o) => Number(o) <= 255);
+const isInt = (v: unknown, min: number, max: number): boolean => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
+const isAbsent = (v: unknown): boolean => v === undefined || v === null;
+const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
+
+/** null when the record is valid, else the reason it is skipped. */
+export function recordProblem(r: unknown, services: readonly string[]): string | null {
+  if (!isMap(r)) return 'record is not a map';
+  if (!isIPv4(r.ip)) return 'ip is not a dotted IPv4 address';
+  if (!isInt(r.port, 1, 65535)) return 'port is not an integer in 1..65535';
+  if (!isAbsent(r.ip_out) && !isIPv4(r.ip_out)) return 'ip_out is not a dotted IPv4 address';
+  if (!(TYPES as readonly unknown[]).includes(r.type)) return 'type is not one of http, https, socks4, socks5';
+  if (!(ANONS as readonly unknown[]).includes(r.anon)) return 'anon is not one of transparent, anonymous, elite';
+  if (typeof r.ping_ms !== 'number' || !Number.isFinite(r.ping_ms) || r.ping_ms < 0) return 'ping_ms is not a finite number >= 0';
+  if (!isInt(r.checked_at, 0, 0xffffffff)) return 'checked_at is not an integer unix time';
+  if (typeof r.country !== 'string' || !/^[A-Za-z]{2}$/.test(r.country)) return 'country is not two letters';
+  if (!isAbsent(r.city)) {
+    if (!isMap(r.city)) return 'city is not a map';
+    if (!isAbsent(r.city.ru) && typeof r.city.ru !== 'string') return 'city.ru is not a string';
+    if (!isAbsent(r.city.en) && typeof r.city.en !== 'string') return 'city.en is not a string';
+  }
+  if (!isInt(r.works, 0, 100)) return 'works is not an integer in 0..100';
+  if (!isAbsent(r.services)) {
+    if (!Array.isArray(r.services)) return 'services is not an array';
+    const unknown = r.services.find((s) => typeof s !== 'string' || !services.includes(s));
+    if (unknown !== undefined) return `services names an unknown service ${JSON.stringify(typeof unknown === 'string' ? unknown : '(not a string)').slice(0, 70)}`;
+  }
+  return null;
+}
