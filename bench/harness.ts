@@ -57,12 +57,19 @@ export interface WrkResult {
   errors: number;
 }
 
-/** One wrk run, pinned to the load core: 1 thread, 64 connections, rotating through `paths`. */
-export function wrk(port: number, paths: readonly string[], seconds: number, workDir: string): WrkResult {
+export const CONNECTIONS = 64;
+
+/**
+ * One wrk run, pinned to the load core: 1 thread, 64 connections, rotating
+ * through `paths`; with `rate`, each connection paces itself so that the
+ * offered load is `rate` requests per second.
+ */
+export function wrk(port: number, paths: readonly string[], seconds: number, workDir: string, rate?: number): WrkResult {
   const file = join(workDir, 'wrk-paths.txt');
   writeFileSync(file, paths.join('\n') + '\n');
-  const out = execFileSync('taskset', ['-c', LOAD_CORE, 'wrk', '-t', '1', '-c', '64', '-d', `${seconds}s`, '-s', WRK_LUA, `http://127.0.0.1:${port}`], {
-    env: { ...process.env, PATHS: file },
+  const pacing = rate ? { DELAY_MS: String((CONNECTIONS * 1000) / rate) } : {};
+  const out = execFileSync('taskset', ['-c', LOAD_CORE, 'wrk', '-t', '1', '-c', String(CONNECTIONS), '-d', `${seconds}s`, '-s', WRK_LUA, `http://127.0.0.1:${port}`], {
+    env: { ...process.env, PATHS: file, ...pacing },
     maxBuffer: 1 << 24,
   }).toString();
   const line = out.split('\n').find((l) => l.startsWith('WRK_JSON '));

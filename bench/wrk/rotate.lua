@@ -5,6 +5,14 @@ local paths = {}
 for line in io.lines(os.getenv("PATHS")) do paths[#paths + 1] = line end
 local counter = 0
 local offset = 0
+-- With DELAY_MS set, each connection waits that long between requests: a
+-- fixed offered rate of connections * 1000 / DELAY_MS requests per second.
+local pause = tonumber(os.getenv("DELAY_MS") or "")
+if pause then
+  function delay()
+    return pause
+  end
+end
 function setup(thread)
   thread:set("offset", offset)
   offset = offset + 7

@@ -2,11 +2,28 @@
  * Worker entry: loads one snapshot file and sends the built columns back by
  * transfer, so the event loop of the server never decodes or builds.
  */
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { CodedError, messageOf } from '../core/errors.js';
 import { transferables } from '../store/columns.js';
 import { loadSnapshotFile } from './decode.js';
 
+/**
+ * The event loop comes first: on Linux this thread lowers its own scheduling
+ * priority (nice +5, by its thread id), so when both compete for a core,
+ * requests get most of it and a build still moves on. Elsewhere it runs as is.
+ */
+function yieldToEventLoop(): void {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (tid > 0) setPriority(tid, 5);
+  } catch {
+    // Not Linux, or not allowed: build at normal priority.
+  }
+}
+
+yieldToEventLoop();
 const path = (workerData as { path: string }).path;
 try {
   const { columns, meta } = loadSnapshotFile(path);

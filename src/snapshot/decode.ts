@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { CodedError, messageOf } from '../core/errors.js';
 import { RecordExtractor, buildStore } from '../store/build.js';
 import type { StoreColumns, StoreMeta } from '../store/columns.js';
@@ -8,8 +8,84 @@ import { RecordDecoder } from './record-decoder.js';
 
 const rejected = (reason: string): CodedError => new CodedError('E_SNAPSHOT_INVALID', `snapshot rejected: ${reason}`);
 
-/** Reads the record at pos, returns the position after it. */
-type RecordSink = (pos: number, index: number) => number;
+/** Reads the record at pos of `b`, returns the position after it. */
+type RecordSink = (b: Buffer, pos: number, index: number) => number;
+
+const WINDOW_BYTES = 4 * 1024 * 1024;
+
+/**
+ * A window onto the snapshot's bytes. A file is read a few MB at a time, so a
+ * reload never holds the whole file: records that end past the window are
+ * read again after it moves on. Positions are relative to the window start.
+ */
+class Window {
+  buf: Buffer;
+  len = 0;
+  private fd: number | null;
+
+  private constructor(buf: Buffer, len: number, fd: number | null) {
+    this.buf = buf;
+    this.len = len;
+    this.fd = fd;
+  }
+
+  static ofBytes(bytes: Uint8Array): Window {
+    return new Window(Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length), bytes.length, null);
+  }
+
+  static ofFile(path: string): Window {
+    let fd: number;
+    try {
+      fd = openSync(path, 'r');
+    } catch (err) {
+      throw new CodedError('E_SNAPSHOT_READ', `cannot read snapshot ${path}: ${messageOf(err)}`);
+    }
+    const w = new Window(Buffer.allocUnsafe(WINDOW_BYTES), 0, fd);
+    w.fill();
+    return w;
+  }
+
+  get view(): Buffer {
+    return this.buf.subarray(0, this.len);
+  }
+
+  get atEnd(): boolean {
+    return this.fd === null;
+  }
+
+  private fill(): void {
+    while (this.fd !== null && this.len < this.buf.length) {
+      const n = readSync(this.fd, this.buf, this.len, this.buf.length - this.len, null);
+      if (n === 0) this.close();
+      this.len += n;
+    }
+  }
+
+  /**
+   * Drops the bytes before `from`, grows the window if what is left fills it,
+   * and reads on. Returns how far positions moved (subtract it), or -1 at the
+   * end of the file, when there is nothing more to read.
+   */
+  advance(from: number): number {
+    if (this.fd === null) return -1;
+    this.buf.copy(this.buf, 0, from, this.len);
+    this.len -= from;
+    if (this.len === this.buf.length) {
+      const bigger = Buffer.allocUnsafe(this.buf.length * 2);
+      this.buf.copy(bigger, 0, 0, this.len);
+      this.buf = bigger;
+    }
+    this.fill();
+    return from;
+  }
+
+  close(): void {
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = null;
+  }
+}
+
+type Begin = (top: SnapshotFile, records: number) => RecordSink;
 
 /**
  * Reads a snapshot: the top level is decoded and validated first (a file that
@@ -17,9 +93,22 @@ type RecordSink = (pos: number, index: number) => number;
  * record count, and the sink it returns reads each record from its position.
  * Returns the top level, with `proxies` left empty.
  */
-export function readSnapshot(bytes: Uint8Array, begin: (top: SnapshotFile, records: number) => RecordSink): SnapshotFile {
+export function readSnapshot(bytes: Uint8Array, begin: Begin): SnapshotFile {
+  return guarded(() => walk(Window.ofBytes(bytes), begin));
+}
+
+function readSnapshotFile(path: string, begin: Begin): SnapshotFile {
+  const w = Window.ofFile(path);
   try {
-    return walk(bytes, begin);
+    return guarded(() => walk(w, begin));
+  } finally {
+    w.close();
+  }
+}
+
+function guarded(read: () => SnapshotFile): SnapshotFile {
+  try {
+    return read();
   } catch (err) {
     if (err instanceof CodedError) throw err;
     if (err instanceof Truncated || (err as { incomplete?: boolean }).incomplete === true) {
@@ -29,7 +118,16 @@ export function readSnapshot(bytes: Uint8Array, begin: (top: SnapshotFile, recor
   }
 }
 
-function walk(bytes: Uint8Array, begin: (top: SnapshotFile, records: number) => RecordSink): SnapshotFile {
+interface TopLevel {
+  top: Record<string, unknown>;
+  proxies: { at: number; count: number } | null;
+  /** The records are the last entry: read them as a stream. */
+  proxiesLast: boolean;
+  end: number;
+}
+
+/** The top-level map; the records are stepped over, undecoded, unless they come last. */
+function readTopLevel(bytes: Buffer): TopLevel {
   if (bytes.length === 0) throw new Truncated();
   const map = mapHeader(bytes, 0);
   if (!map) {
@@ -37,9 +135,9 @@ function walk(bytes: Uint8Array, begin: (top: SnapshotFile, records: number) => 
     throw rejected('top level must be a map');
   }
   const top: Record<string, unknown> = {};
-  let proxies: { at: number; count: number } | null = null;
-  let pos = map[1];
+  let proxies: TopLevel['proxies'] = null;
   let proxiesLast = false;
+  let pos = map[1];
   for (let i = 0; i < map[0]; i++) {
     const key = decodeOne(bytes, pos);
     pos = key.end;
@@ -47,55 +145,87 @@ function walk(bytes: Uint8Array, begin: (top: SnapshotFile, records: number) => 
     if (list) {
       proxies = { at: pos + list[1], count: list[0] };
       top.proxies = [];
-      // Records wait until the services they may name are known. When the
-      // records come last (as checkers write them) nothing follows to look
-      // for; otherwise the array is stepped over, undecoded, to find the rest.
+      // Records wait until the services they may name are known.
       proxiesLast = i === map[0] - 1;
-      if (!proxiesLast) pos = skipValue(bytes, pos);
+      pos = proxiesLast ? proxies.at : skipValue(bytes, pos);
     } else {
       const value = decodeOne(bytes, pos);
       if (typeof key.value === 'string') top[key.value] = value.value;
       pos = value.end;
     }
   }
-  if (!proxiesLast && pos !== bytes.length) throw rejected(`${bytes.length - pos} bytes follow the snapshot`);
+  return { top, proxies, proxiesLast, end: pos };
+}
+
+function walk(w: Window, begin: Begin): SnapshotFile {
+  let t: TopLevel;
+  for (;;) {
+    try {
+      t = readTopLevel(w.view);
+      // Records that do not come last are found by stepping over them: that needs the whole file.
+      if (t.proxiesLast || w.atEnd) break;
+      if (w.advance(0) < 0) break;
+    } catch (err) {
+      if (!(err instanceof Truncated) || w.advance(0) < 0) throw err;
+    }
+  }
+  const { top, proxies } = t;
+  if (!t.proxiesLast && t.end !== w.len) throw rejected(`${w.len - t.end} bytes follow the snapshot`);
   if (!validateTopLevel(top)) throw rejected(describeTopLevelError());
   const problem = serviceNamesProblem(top.services ?? DEFAULT_SERVICES);
   if (problem) throw rejected(problem);
   const sink = begin(top, proxies?.count ?? 0);
   if (proxies) {
     let p = proxies.at;
-    for (let i = 0; i < proxies.count; i++) p = sink(p, i);
-    if (proxiesLast && p !== bytes.length) throw rejected(`${bytes.length - p} bytes follow the snapshot`);
+    let view = w.view;
+    for (let i = 0; i < proxies.count; i++) {
+      try {
+        p = sink(view, p, i);
+      } catch (err) {
+        // A record cut by the end of the window: move on and read it again.
+        const moved = err instanceof Truncated ? w.advance(p) : -1;
+        if (moved < 0) throw err;
+        p -= moved;
+        view = w.view;
+        i--;
+      }
+    }
+    if (t.proxiesLast) {
+      // Nothing may follow the last record: look past the window's end.
+      if (p === w.len) {
+        const moved = w.advance(p);
+        if (moved > 0) p -= moved;
+      }
+      if (w.len !== p || !w.atEnd) throw rejected('bytes follow the snapshot');
+    }
   }
   return top;
 }
 
-export function readSnapshotFile(path: string): Uint8Array {
-  try {
-    return readFileSync(path);
-  } catch (err) {
-    throw new CodedError('E_SNAPSHOT_READ', `cannot read snapshot ${path}: ${messageOf(err)}`);
-  }
-}
-
-/** Read, decode, validate and build, on the calling thread. */
-export function loadSnapshotBytes(bytes: Uint8Array): { columns: StoreColumns; meta: StoreMeta } {
-  const b = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+function extractInto(): { begin: Begin; extractor: () => RecordExtractor } {
   let extractor: RecordExtractor | null = null;
-  const top = readSnapshot(b, (header, records) => {
+  const begin: Begin = (header, records) => {
     const services = header.services ?? DEFAULT_SERVICES;
     const x = (extractor = new RecordExtractor(services, records));
     const decoder = new RecordDecoder(services);
-    return (pos, index) => {
+    return (b, pos, index) => {
       const end = decoder.read(b, pos);
       x.take(decoder, b, index);
       return end;
     };
-  });
-  return buildStore(extractor!, top.generated_at);
+  };
+  return { begin, extractor: () => extractor! };
 }
 
+export function loadSnapshotBytes(bytes: Uint8Array): { columns: StoreColumns; meta: StoreMeta } {
+  const { begin, extractor } = extractInto();
+  const top = readSnapshot(bytes, begin);
+  return buildStore(extractor(), top.generated_at);
+}
+
+/** Read (a window at a time), decode, validate and build, on the calling thread. */
 export function loadSnapshotFile(path: string): { columns: StoreColumns; meta: StoreMeta } {
-  return loadSnapshotBytes(readSnapshotFile(path));
+  const { begin, extractor } = extractInto();
+  const top = readSnapshotFile(path, begin);
+  return buildStore(extractor(), top.generated_at);
 }

@@ -252,10 +252,14 @@ export function buildStore(x: RecordExtractor, generatedAt: number): { columns: 
     typeBits, anonBits, countryBits, serviceBits, cityStart, cityRows,
     cityJsonRu: packStrings(x.cities.map((k) => JSON.stringify(k.ru))),
     cityJsonEn: packStrings(x.cities.map((k) => JSON.stringify(k.en))),
+    scratchRows: new Uint32Array(rows),
+    scratchCityBits: new Uint32Array(typeBits.words),
+    scratchIpBits: new Uint32Array(typeBits.words),
+    scratchAddrStamp: new Uint32Array(addrCount),
   };
   const meta: StoreMeta = {
     generatedAt, services: [...services], countries, cities: x.cities,
-    skipped: x.skipped, duplicates: m - rows, skipReasons: x.skipReasons,
+    skipped: x.skipped, duplicates: m - rows, skipReasons: x.skipReasons, maxPingText: maxPing,
   };
   return { columns, meta };
 }

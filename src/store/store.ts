@@ -62,15 +62,9 @@ export class Store {
     this.countrySets = meta.countries.map((_, i) => member(c.countryBits, i));
     this.serviceSets = meta.services.map((_, i) => member(c.serviceBits, i));
     this.maxCityJson = Math.max(longest(c.cityJsonRu), longest(c.cityJsonEn));
-    this.maxPingText = longest(c.pingText);
+    this.maxPingText = meta.maxPingText;
     this.countryJson = meta.countries.map((code) => utf8(`"${code}"`));
-    this.scratch = {
-      rows: new Uint32Array(c.rows),
-      cityBits: new Uint32Array(this.words),
-      ipBits: new Uint32Array(this.words),
-      addrStamp: new Uint32Array(c.addrCount),
-      stamp: 0,
-    };
+    this.scratch = { rows: c.scratchRows, cityBits: c.scratchCityBits, ipBits: c.scratchIpBits, addrStamp: c.scratchAddrStamp, stamp: 0 };
   }
 
   /** Rows checked at or after `minCheckedAt`: a prefix, since rows are freshest first. */
