@@ -47,6 +47,23 @@ export async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode === null) child.kill('SIGKILL');
 }
 
+/** Parses the JSON line the Lua script prints at the end of a wrk run. */
+export function parseWrk(out: string): WrkResult {
+  const line = out.split('\n').find((l) => l.startsWith('WRK_JSON '));
+  if (!line) throw new Error(`wrk printed no result:\n${out}`);
+  const r = JSON.parse(line.slice(9));
+  const ms = (us: number) => Math.round(us / 10) / 100;
+  return {
+    rps: Math.round(r.requests / (r.duration_us / 1e6)),
+    mb_per_s: Math.round(r.bytes / (r.duration_us / 1e6) / 1048576),
+    p50_ms: ms(r.p50_us),
+    p99_ms: ms(r.p99_us),
+    p999_ms: ms(r.p999_us),
+    max_ms: ms(r.max_us),
+    errors: r.errors_connect + r.errors_read + r.errors_write + r.errors_status + r.errors_timeout,
+  };
+}
+
 export interface WrkResult {
   rps: number;
   mb_per_s: number;
@@ -68,23 +85,11 @@ export function wrk(port: number, paths: readonly string[], seconds: number, wor
   const file = join(workDir, 'wrk-paths.txt');
   writeFileSync(file, paths.join('\n') + '\n');
   const pacing = rate ? { DELAY_MS: String((CONNECTIONS * 1000) / rate) } : {};
-  const out = execFileSync('taskset', ['-c', LOAD_CORE, 'wrk', '-t', '1', '-c', String(CONNECTIONS), '-d', `${seconds}s`, '-s', WRK_LUA, `http://127.0.0.1:${port}`], {
+  const out = execFileSync('taskset', ['-c', LOAD_CORE, 'wrk', '-t', '1', '-c', String(CONNECTIONS), '-d', `${seconds}s`, '--timeout', '30s', '-s', WRK_LUA, `http://127.0.0.1:${port}`], {
     env: { ...process.env, PATHS: file, ...pacing },
     maxBuffer: 1 << 24,
   }).toString();
-  const line = out.split('\n').find((l) => l.startsWith('WRK_JSON '));
-  if (!line) throw new Error(`wrk printed no result:\n${out}`);
-  const r = JSON.parse(line.slice(9));
-  const ms = (us: number) => Math.round(us / 10) / 100;
-  return {
-    rps: Math.round(r.requests / (r.duration_us / 1e6)),
-    mb_per_s: Math.round(r.bytes / (r.duration_us / 1e6) / 1048576),
-    p50_ms: ms(r.p50_us),
-    p99_ms: ms(r.p99_us),
-    p999_ms: ms(r.p999_us),
-    max_ms: ms(r.max_us),
-    errors: r.errors_connect + r.errors_read + r.errors_write + r.errors_status + r.errors_timeout,
-  };
+  return parseWrk(out);
 }
 
 /** The median run by requests/s of `runs` wrk runs. */

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { messageOf } from '../core/errors.js';
-import { FileFollower, type FollowOptions } from '../core/follow-file.js';
+import { FollowedFile, type FollowOptions } from '../core/follow-file.js';
 import type { Logger } from '../core/log.js';
 import { KeyTable } from './keys.js';
 
@@ -9,28 +9,15 @@ import { KeyTable } from './keys.js';
  * whole and the keys in force stay; an edit takes effect within the poll
  * interval at worst (1 s by default), without a restart.
  */
-export class KeysFeed {
+export class KeysFeed extends FollowedFile {
   table: KeyTable = KeyTable.empty();
   lastError: string | null = null;
-  private readonly follower: FileFollower;
 
   constructor(path: string, private readonly log: Logger, options?: FollowOptions) {
-    this.follower = new FileFollower(path, async (p) => this.load(p), () => this.missing(), options);
+    super(path, options);
   }
 
-  start(): Promise<void> {
-    return this.follower.start();
-  }
-
-  settle(): Promise<void> {
-    return this.follower.check();
-  }
-
-  close(): Promise<void> {
-    return this.follower.close();
-  }
-
-  private load(path: string): void {
+  protected load(path: string): void {
     try {
       this.table = KeyTable.parse(readFileSync(path, 'utf8'));
       this.lastError = null;
@@ -41,8 +28,8 @@ export class KeysFeed {
     }
   }
 
-  private missing(): void {
+  protected missing(): void {
     this.lastError = 'keys file is missing';
-    this.log.warn({ event: 'keys_missing', file: this.follower.path, keys_in_force: this.table.entries.size }, 'keys file is missing; the keys in force stay');
+    this.log.warn({ event: 'keys_missing', file: this.path, keys_in_force: this.table.entries.size }, 'keys file is missing; the keys in force stay');
   }
 }

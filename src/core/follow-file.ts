@@ -117,3 +117,36 @@ export class FileFollower {
     await this.running;
   }
 }
+
+/**
+ * A file the service follows and loads anew at every version: subclasses say
+ * how to load one and what a missing file means.
+ */
+export abstract class FollowedFile {
+  private readonly follower: FileFollower;
+
+  constructor(path: string, options?: FollowOptions) {
+    this.follower = new FileFollower(path, async (p) => this.load(p), () => this.missing(), options);
+  }
+
+  get path(): string {
+    return this.follower.path;
+  }
+
+  protected abstract load(path: string): Promise<void> | void;
+  protected abstract missing(): void;
+
+  /** Loads the current version (if any), then follows changes. */
+  start(): Promise<void> {
+    return this.follower.start();
+  }
+
+  /** Resolves once the file as it is now has been considered. */
+  settle(): Promise<void> {
+    return this.follower.check();
+  }
+
+  close(): Promise<void> {
+    return this.follower.close();
+  }
+}

@@ -93,7 +93,7 @@ type Begin = (top: SnapshotFile, records: number) => RecordSink;
  * record count, and the sink it returns reads each record from its position.
  * Returns the top level, with `proxies` left empty.
  */
-export function readSnapshot(bytes: Uint8Array, begin: Begin): SnapshotFile {
+function readSnapshot(bytes: Uint8Array, begin: Begin): SnapshotFile {
   return guarded(() => walk(Window.ofBytes(bytes), begin));
 }
 

@@ -1,6 +1,6 @@
 import type { Clock } from '../core/clock.js';
 import { messageOf } from '../core/errors.js';
-import { FileFollower, type FollowOptions } from '../core/follow-file.js';
+import { FollowedFile, type FollowOptions } from '../core/follow-file.js';
 import type { Logger } from '../core/log.js';
 import { Store } from '../store/store.js';
 import { loadInWorker } from './load-in-worker.js';
@@ -18,7 +18,7 @@ export interface FeedHealth {
  * and finishes on that store, whatever is swapped in meanwhile. A version that
  * fails to load leaves the current store in place.
  */
-export class SnapshotFeed {
+export class SnapshotFeed extends FollowedFile {
   current: Store | null = null;
   reloadsOk = 0;
   reloadsFailed = 0;
@@ -26,35 +26,17 @@ export class SnapshotFeed {
   /** Duration of the last successful load: read, decode, check, build, transfer, swap. */
   lastLoadMs = 0;
   private generation = 0;
-  private readonly follower: FileFollower;
   private readonly listeners: Array<(store: Store) => void> = [];
 
   constructor(path: string, private readonly clock: Clock, private readonly log: Logger, options?: FollowOptions) {
-    this.follower = new FileFollower(path, (p) => this.load(p), () => this.missing(), options);
-  }
-
-  get path(): string {
-    return this.follower.path;
+    super(path, options);
   }
 
   onSwap(listener: (store: Store) => void): void {
     this.listeners.push(listener);
   }
 
-  start(): Promise<void> {
-    return this.follower.start();
-  }
-
-  /** Resolves once the file as it is now has been considered. */
-  settle(): Promise<void> {
-    return this.follower.check();
-  }
-
-  close(): Promise<void> {
-    return this.follower.close();
-  }
-
-  private async load(path: string): Promise<void> {
+  protected async load(path: string): Promise<void> {
     const started = performance.now();
     try {
       const { columns, meta } = await loadInWorker(path);
@@ -76,7 +58,7 @@ export class SnapshotFeed {
     }
   }
 
-  private missing(): void {
+  protected missing(): void {
     this.lastError = 'snapshot file is missing';
     this.log.warn({ event: 'snapshot_missing', file: this.path }, this.current ? 'snapshot file is missing; still serving the last one loaded' : 'snapshot file does not exist yet; waiting for it');
   }

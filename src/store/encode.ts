@@ -9,11 +9,6 @@ export function writeUint(buf: Uint8Array, pos: number, v: number): number {
   return pos + digits;
 }
 
-export function uintLength(v: number): number {
-  let digits = 1;
-  for (let t = v; t >= 10; t = Math.floor(t / 10)) digits++;
-  return digits;
-}
 
 export function writeIPv4(buf: Uint8Array, pos: number, ip: number): number {
   pos = writeUint(buf, pos, ip >>> 24);
@@ -25,13 +20,7 @@ export function writeIPv4(buf: Uint8Array, pos: number, ip: number): number {
   return writeUint(buf, pos, ip & 255);
 }
 
-export function ipv4Length(ip: number): number {
-  return 3 + uintLength(ip >>> 24) + uintLength((ip >>> 16) & 255) + uintLength((ip >>> 8) & 255) + uintLength(ip & 255);
-}
 
-export function formatIPv4(ip: number): string {
-  return `${ip >>> 24}.${(ip >>> 16) & 255}.${(ip >>> 8) & 255}.${ip & 255}`;
-}
 
 export function writeAscii(buf: Uint8Array, pos: number, s: string): number {
   for (let i = 0; i < s.length; i++) buf[pos++] = s.charCodeAt(i);
