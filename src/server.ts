@@ -7,6 +7,7 @@ import { CodedError, messageOf } from './core/errors.js';
 import type { FollowOptions } from './core/follow-file.js';
 import { createLogger, type Logger } from './core/log.js';
 import { createApp } from './http/app.js';
+import { Metrics } from './http/metrics.js';
 import { ResponseCache } from './http/response-cache.js';
 import { streaming } from './http/send.js';
 import { loadUws, type TemplatedApp, type us_listen_socket } from './http/uws.js';
@@ -19,6 +20,8 @@ export interface ServeOptions {
   host: string;
   state?: string | null;
   trustProxy?: string[];
+  /** Addresses and CIDR ranges that may read /metrics; loopback by default. */
+  metricsAllow?: string[];
   logLevel?: string;
   /** Response cache size; 0 turns the cache off. */
   cacheBytes?: number;
@@ -28,6 +31,7 @@ export interface ServeOptions {
 }
 
 export const DEFAULT_CACHE_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_METRICS_ALLOW = ['127.0.0.0/8', '::1'];
 const DRAIN_LIMIT_MS = 10_000;
 
 export interface RunningServer {
@@ -67,6 +71,13 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   } catch (err) {
     throw new CodedError('E_USAGE', `--trust-proxy: ${messageOf(err)}`);
   }
+  let metricsAllow: AddressSet;
+  try {
+    metricsAllow = new AddressSet(o.metricsAllow ?? DEFAULT_METRICS_ALLOW);
+  } catch (err) {
+    throw new CodedError('E_USAGE', `--metrics-allow: ${messageOf(err)}`);
+  }
+  const metrics = new Metrics(feed, keys, cache, clock);
   const limiter = new MemoryLimiter();
   const state = o.state ? new StateFile(o.state, limiter, clock, log) : null;
   state?.load();
@@ -77,7 +88,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     limiter.prune(clock.nowMs(), clock.monotonicMs(), longestWindowS * 1000);
   }, 3600_000);
   pruner.unref();
-  const app = createApp({ clock, feed, keys, limiter, trustProxy, cache, log });
+  const app = createApp({ clock, feed, keys, limiter, trustProxy, cache, log, metrics, metricsAllow });
 
   let token: us_listen_socket;
   try {

@@ -4,7 +4,7 @@ import type { KeyEntry } from './keys.js';
 
 export type Verdict =
   | { ok: true }
-  | { ok: false; status: '403 Forbidden' | '429 Too Many Requests'; message: string; retryAfterS: number };
+  | { ok: false; limit: 'subnet' | 'frequency' | 'daily'; status: '403 Forbidden' | '429 Too Many Requests'; message: string; retryAfterS: number };
 
 /** What a key has left, for the RateLimit response header; null where unlimited. */
 export interface Allowance {
@@ -93,6 +93,7 @@ export class MemoryLimiter implements Limiter {
     if (newSubnet && u.subnets.length >= subnets) {
       return {
         ok: false,
+        limit: 'subnet',
         status: '403 Forbidden',
         message: `Subnet limit exceeded: this key has been used from ${subnets} subnets today, the most it may; ${formatSubnet(subnet)} is not one of them. Subnets reset at 00:00 UTC+02:00`,
         retryAfterS: ceilS(msUntilNextServiceMidnight(nowMs)),
@@ -106,6 +107,7 @@ export class MemoryLimiter implements Limiter {
         const retryAfterS = ceilS(oldest + windowMs - monoMs);
         return {
           ok: false,
+          limit: 'frequency',
           status: '429 Too Many Requests',
           message: `Request rate limit exceeded: at most ${perWindow} requests per ${windowS} s; retry in ${retryAfterS} s`,
           retryAfterS,
@@ -116,6 +118,7 @@ export class MemoryLimiter implements Limiter {
       const retryAfterS = ceilS(msUntilNextServiceMidnight(nowMs));
       return {
         ok: false,
+        limit: 'daily',
         status: '429 Too Many Requests',
         message: `Daily request limit exceeded: at most ${daily} requests per day; the count resets at 00:00 UTC+02:00, in ${retryAfterS} s`,
         retryAfterS,

@@ -4,7 +4,7 @@ import { DEFAULT_CACHE_BYTES, startServer, type RunningServer, type ServeOptions
 import { integerOption, parseOptions } from './args.js';
 
 export const SERVE_USAGE = `proxylist serve --snapshot FILE --keys FILE [--port 8080] [--host 0.0.0.0] [--state FILE]
-                [--trust-proxy ADDR,...] [--log-level info] [--cache-mb 64]
+                [--trust-proxy ADDR,...] [--metrics-allow CIDR,...] [--log-level info] [--cache-mb 64]
   environment: PROXYLIST_SNAPSHOT PROXYLIST_KEYS PORT HOST PROXYLIST_STATE PROXYLIST_TRUST_PROXY`;
 
 /** Options from the command line, each falling back to its environment variable (API.md 4). */
@@ -16,6 +16,7 @@ export function serveOptions(args: string[], env: NodeJS.ProcessEnv): ServeOptio
     host: { type: 'string' },
     state: { type: 'string' },
     'trust-proxy': { type: 'string' },
+    'metrics-allow': { type: 'string' },
     'log-level': { type: 'string' },
     'cache-mb': { type: 'string' },
   });
@@ -26,13 +27,15 @@ export function serveOptions(args: string[], env: NodeJS.ProcessEnv): ServeOptio
   const logLevel = values['log-level'] ?? 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) throw new CodedError('E_USAGE', `--log-level must be one of ${LOG_LEVELS.join(', ')}`);
   const trust = values['trust-proxy'] ?? env.PROXYLIST_TRUST_PROXY;
+  const list = (s: string | undefined) => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : undefined);
   return {
     snapshot,
     keys,
     port: integerOption('port', values.port ?? env.PORT, 8080, 0, 65535),
     host: values.host ?? env.HOST ?? '0.0.0.0',
     state: values.state ?? env.PROXYLIST_STATE ?? null,
-    trustProxy: trust ? trust.split(',').map((s) => s.trim()).filter(Boolean) : [],
+    trustProxy: list(trust) ?? [],
+    metricsAllow: list(values['metrics-allow']),
     logLevel,
     cacheBytes: integerOption('cache-mb', values['cache-mb'], DEFAULT_CACHE_BYTES / 1048576, 0, 65536) * 1048576,
   };

@@ -11,6 +11,7 @@ import { renderBody } from '../render/body.js';
 import { OutputBuffer } from '../render/output-buffer.js';
 import { DEFAULT_SERVICES } from '../snapshot/format.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
+import type { Metrics } from './metrics.js';
 import type { ResponseCache } from './response-cache.js';
 import { send, sendError, type Headers } from './send.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
@@ -33,6 +34,7 @@ export interface ApiDeps {
   limiter: Limiter;
   trustProxy: AddressSet;
   cache: ResponseCache;
+  metrics: Metrics;
 }
 
 /** True when the request target (path, `?`, query) is longer than 8192 bytes. */
@@ -68,7 +70,10 @@ export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRe
     const monoMs = deps.clock.monotonicMs();
     const verdict = deps.limiter.admit(entry, subnetOf(client), nowMs, monoMs);
     const rate = rateLimitHeaders(entry, deps.limiter.allowance(entry, nowMs, monoMs));
-    if (!verdict.ok) return sendError(res, verdict.status, verdict.message, head, [['Retry-After', String(verdict.retryAfterS)], ...rate]);
+    if (!verdict.ok) {
+      deps.metrics.rejected(verdict.limit);
+      return sendError(res, verdict.status, verdict.message, head, [['Retry-After', String(verdict.retryAfterS)], ...rate]);
+    }
     // From here on the request is counted, whatever its outcome.
 
     const store = deps.feed.current;

@@ -1,8 +1,10 @@
+import { parseAddress, type AddressSet } from '../access/address.js';
 import type { Logger } from '../core/log.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import { createApiHandler, targetTooLong, type ApiDeps } from './api.js';
 import { healthReport } from './health.js';
-import { send, sendError } from './send.js';
+import type { Metrics } from './metrics.js';
+import { lastStatus, send, sendError, watchAbort } from './send.js';
 import { loadUws, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js';
 
 type Handler = (res: HttpResponse, req: HttpRequest) => void;
@@ -12,15 +14,19 @@ type Handler = (res: HttpResponse, req: HttpRequest) => void;
  * uncaughtException cannot catch it. Every handler runs inside this guard: the
  * error goes to the log and the client gets a bare 500.
  */
-function guarded(log: Logger, route: string, handler: Handler): Handler {
+function guarded(log: Logger, metrics: Metrics, route: string, handler: Handler): Handler {
+  const count = metrics.forRoute(route);
   return (res, req) => {
+    const started = performance.now();
     try {
       handler(res, req);
+      count(lastStatus, started);
     } catch (err) {
       log.error({ event: 'handler_error', route, err }, 'unexpected error while answering');
       if (res.aborted) return;
       try {
         sendError(res, '500 Internal Server Error', 'Internal server error', false);
+        count(lastStatus, started);
       } catch {
         res.close();
       }
@@ -31,6 +37,8 @@ function guarded(log: Logger, route: string, handler: Handler): Handler {
 export interface AppDeps extends ApiDeps {
   log: Logger;
   feed: SnapshotFeed;
+  /** Who may read /metrics. */
+  metricsAllow: AddressSet;
 }
 
 export function createApp(deps: AppDeps): TemplatedApp {
@@ -41,18 +49,37 @@ export function createApp(deps: AppDeps): TemplatedApp {
     const report = healthReport(deps.feed);
     send(res, report.ready ? '200 OK' : '503 Service Unavailable', [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-store']], Buffer.from(report.body), head, false);
   };
+  const metrics = (res: HttpResponse, head: boolean): void => {
+    const peer = parseAddress(Buffer.from(res.getRemoteAddressAsText()).toString('latin1'));
+    if (!peer || !deps.metricsAllow.has(peer)) return sendError(res, '403 Forbidden', 'Metrics are not available from this address', head);
+    // The registry answers asynchronously: from here on the client may go away.
+    watchAbort(res);
+    deps.metrics.text().then(
+      (text) => {
+        if (!res.aborted) send(res, '200 OK', [['Content-Type', deps.metrics.registry.contentType], ['Cache-Control', 'no-store']], Buffer.from(text), head, false);
+        // The guard counted this request when its handler returned, before the body existed.
+      },
+      (err: unknown) => {
+        deps.log.error({ event: 'metrics_failed', err }, 'collecting metrics failed');
+        if (!res.aborted) sendError(res, '500 Internal Server Error', 'Internal server error', head);
+      },
+    );
+  };
   const notAllowed: Handler = (res, req) => {
     if (targetTooLong(req.getUrl(), req.getQuery())) return sendError(res, '414 URI Too Long', 'Request URI too long', false);
     sendError(res, '405 Method Not Allowed', 'Method not allowed', req.getMethod() === 'head', [['Allow', 'GET, HEAD']]);
   };
-  app.get('/api', guarded(deps.log, '/api', (res, req) => api(res, req, false)));
+  app.get('/api', guarded(deps.log, deps.metrics, '/api', (res, req) => api(res, req, false)));
   // HEAD is not routed to get(): it needs its own route.
-  app.head('/api', guarded(deps.log, '/api', (res, req) => api(res, req, true)));
-  app.any('/api', guarded(deps.log, '/api', notAllowed));
-  app.get('/health', guarded(deps.log, '/health', (res) => health(res, false)));
-  app.head('/health', guarded(deps.log, '/health', (res) => health(res, true)));
-  app.any('/health', guarded(deps.log, '/health', notAllowed));
-  app.any('/*', guarded(deps.log, 'other', (res, req) => {
+  app.head('/api', guarded(deps.log, deps.metrics, '/api', (res, req) => api(res, req, true)));
+  app.any('/api', guarded(deps.log, deps.metrics, '/api', notAllowed));
+  app.get('/health', guarded(deps.log, deps.metrics, '/health', (res) => health(res, false)));
+  app.head('/health', guarded(deps.log, deps.metrics, '/health', (res) => health(res, true)));
+  app.any('/health', guarded(deps.log, deps.metrics, '/health', notAllowed));
+  app.get('/metrics', guarded(deps.log, deps.metrics, '/metrics', (res) => metrics(res, false)));
+  app.head('/metrics', guarded(deps.log, deps.metrics, '/metrics', (res) => metrics(res, true)));
+  app.any('/metrics', guarded(deps.log, deps.metrics, '/metrics', notAllowed));
+  app.any('/*', guarded(deps.log, deps.metrics, 'other', (res, req) => {
     if (targetTooLong(req.getUrl(), req.getQuery())) return sendError(res, '414 URI Too Long', 'Request URI too long', req.getMethod() === 'head');
     sendError(res, '404 Not Found', 'Not found', req.getMethod() === 'head');
   }));

@@ -2,13 +2,19 @@ import type { HttpResponse } from './uws.js';
 
 export type Headers = ReadonlyArray<readonly [string, string]>;
 
+/**
+ * The status of the response sent last. Handlers answer synchronously, so the
+ * app's guard reads it right after a handler returns to count the response.
+ */
+export let lastStatus = '';
+
 const TEXT = 'text/plain; charset=utf-8';
 
 /**
  * Marks a response as handled asynchronously: from now on it may be aborted
  * by the client, and nothing may touch it after that.
  */
-function watchAbort(res: HttpResponse): void {
+export function watchAbort(res: HttpResponse): void {
   if (res.abortWatched) return;
   res.abortWatched = true;
   res.onAborted(() => {
@@ -26,6 +32,7 @@ export const streaming = new Set<HttpResponse>();
  * out when `borrowed` (the caller's buffer is reused by the next request).
  */
 export function send(res: HttpResponse, status: string, headers: Headers, body: Uint8Array, head: boolean, borrowed: boolean): void {
+  lastStatus = status;
   res.cork(() => {
     res.writeStatus(status);
     for (const [name, value] of headers) res.writeHeader(name, value);

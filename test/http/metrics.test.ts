@@ -1,0 +1,63 @@
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { TEST_KEY, TEST_NOW_S, startTestServer, type TestServer } from '../helpers/server.js';
+
+const snapshot = encodeSnapshot(generateRecords({ records: 300, seed: 6, now: TEST_NOW_S }), TEST_NOW_S);
+const keys = { keys: [{ key: TEST_KEY, limits: { per_window: null, daily: null, subnets: null } }, { key: 'two', limits: { per_window: 2 } }] };
+
+/** The value of one series in a Prometheus text exposition. */
+function value(text: string, series: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(series + ' '));
+  if (!line) throw new Error(`no series ${series} in:\n${text.slice(0, 2000)}`);
+  return Number(line.slice(series.length + 1));
+}
+
+const test = suite<{ t: TestServer }>('/metrics');
+test.before.each(async (ctx) => {
+  ctx.t = await startTestServer({ snapshot, keys });
+});
+test.after.each((ctx) => ctx.t.close());
+
+test('series of API.md 1.6, counted as requests are answered', async ({ t }) => {
+  for (let i = 0; i < 5; i++) await (await t.api('count=3')).text();
+  await (await t.api('type=bogus')).text();
+  for (let i = 0; i < 4; i++) await (await t.get('/api?key=two&count=1')).text(); // 2 accepted, 2 refused
+  await (await t.get('/nowhere')).text();
+  const res = await t.get('/metrics');
+  assert.is(res.status, 200);
+  assert.match(res.headers.get('content-type') ?? '', 'text/plain');
+  const text = await res.text();
+  assert.is(value(text, 'proxylist_http_requests_total{route="/api",status="200"}'), 7);
+  assert.is(value(text, 'proxylist_http_requests_total{route="/api",status="400"}'), 1);
+  assert.is(value(text, 'proxylist_http_requests_total{route="/api",status="429"}'), 2);
+  assert.is(value(text, 'proxylist_http_requests_total{route="other",status="404"}'), 1);
+  assert.is(value(text, 'proxylist_http_request_duration_seconds_count{route="/api"}'), 10);
+  assert.is(value(text, 'proxylist_limit_rejections_total{limit="frequency"}'), 2);
+  assert.is(value(text, 'proxylist_limit_rejections_total{limit="daily"}'), 0);
+  assert.is(value(text, 'proxylist_snapshot_records'), t.server.feed.current!.rows);
+  assert.is(value(text, 'proxylist_snapshot_skipped_records'), 0);
+  assert.is(value(text, 'proxylist_snapshot_age_seconds'), 0, 'the frozen clock says generated_at is now');
+  assert.is(value(text, 'proxylist_snapshot_reloads_ok_total'), 1);
+  assert.is(value(text, 'proxylist_snapshot_reloads_failed_total'), 0);
+  assert.is(value(text, 'proxylist_response_cache_hits_total'), 5, 'count=3 five times and count=1 twice: 2 renders, 5 hits');
+  assert.is(value(text, 'proxylist_response_cache_misses_total'), 2);
+  assert.ok(value(text, 'proxylist_response_cache_bytes') > 0);
+  assert.is(value(text, 'proxylist_keys_loaded'), 2);
+  assert.match(text, 'proxylist_process_resident_memory_bytes');
+});
+
+test.run();
+
+const denied = suite<{ t: TestServer }>('/metrics access');
+denied.after((ctx) => ctx.t.close());
+
+denied('--metrics-allow that excludes the client: 403, and /api is unaffected', async (ctx) => {
+  const t = (ctx.t = await startTestServer({ snapshot, keys, options: { metricsAllow: ['10.0.0.0/8'] } }));
+  const res = await t.get('/metrics');
+  assert.is(res.status, 403);
+  assert.is(await res.text(), 'Error: Metrics are not available from this address');
+  assert.is((await t.api('count=1')).status, 200);
+});
+
+denied.run();
