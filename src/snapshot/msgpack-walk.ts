@@ -1,10 +1,9 @@
 import { unpackMultiple } from 'msgpackr';
 
 /**
- * Walks MessagePack bytes without decoding them, so the snapshot can be read
- * record by record: msgpackr decodes each record on its own, and the objects
- * die young instead of a million of them living at once (which cost seconds
- * of garbage collection and hundreds of MB at the peak of a reload).
+ * Walks MessagePack bytes without decoding them: container headers, and the
+ * extent of a value to step over. msgpackr decodes only the small top-level
+ * values; the records are read by the record decoder.
  */
 
 export class Truncated extends Error {
@@ -86,26 +85,16 @@ export function skipValue(b: Uint8Array, pos: number): number {
   return pos;
 }
 
-/**
- * Decodes `count` consecutive values starting at pos with msgpackr, handing
- * each to `each`; returns the position after the last.
- */
-export function decodeEach(b: Uint8Array, pos: number, count: number, each: (value: unknown, index: number) => void): number {
-  if (count === 0) return pos;
-  let index = 0;
-  let end = pos;
-  unpackMultiple(b.subarray(pos), (value: unknown, _start?: number, stop?: number) => {
-    each(value, index);
-    end = pos + stop!;
-    return ++index < count;
-  });
-  if (index < count) throw new Truncated();
-  return end;
-}
-
-/** The one value at pos, decoded, and the position after it. */
+/** The one value at pos, decoded by msgpackr, and the position after it. */
 export function decodeOne(b: Uint8Array, pos: number): { value: unknown; end: number } {
   let value: unknown;
-  const end = decodeEach(b, pos, 1, (v) => (value = v));
+  let end = -1;
+  // unpackMultiple reads values in sequence and reports where each ends; stop after the first.
+  unpackMultiple(b.subarray(pos), (v: unknown, _start?: number, stop?: number) => {
+    value = v;
+    end = pos + stop!;
+    return false;
+  });
+  if (end < 0) throw new Truncated();
   return { value, end };
 }
