@@ -23,6 +23,8 @@ export interface ServeOptions {
   /** Addresses and CIDR ranges that may read /metrics; loopback by default. */
   metricsAllow?: string[];
   logLevel?: string;
+  /** A log line per response: method, path, status, bytes, µs, key name. */
+  accessLog?: boolean;
   /** Response cache size; 0 turns the cache off. */
   cacheBytes?: number;
   clock?: Clock;
@@ -88,7 +90,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     limiter.prune(clock.nowMs(), clock.monotonicMs(), longestWindowS * 1000);
   }, 3600_000);
   pruner.unref();
-  const app = createApp({ clock, feed, keys, limiter, trustProxy, cache, log, metrics, metricsAllow });
+  const app = createApp({ clock, feed, keys, limiter, trustProxy, cache, log, metrics, metricsAllow, accessLog: o.accessLog ?? false });
 
   let token: us_listen_socket;
   try {

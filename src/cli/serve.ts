@@ -4,7 +4,7 @@ import { DEFAULT_CACHE_BYTES, startServer, type RunningServer, type ServeOptions
 import { integerOption, parseOptions } from './args.js';
 
 export const SERVE_USAGE = `proxylist serve --snapshot FILE --keys FILE [--port 8080] [--host 0.0.0.0] [--state FILE]
-                [--trust-proxy ADDR,...] [--metrics-allow CIDR,...] [--log-level info] [--cache-mb 64]
+                [--trust-proxy ADDR,...] [--metrics-allow CIDR,...] [--log-level info] [--access-log] [--cache-mb 64]
   environment: PROXYLIST_SNAPSHOT PROXYLIST_KEYS PORT HOST PROXYLIST_STATE PROXYLIST_TRUST_PROXY`;
 
 /** Options from the command line, each falling back to its environment variable (API.md 4). */
@@ -18,6 +18,7 @@ export function serveOptions(args: string[], env: NodeJS.ProcessEnv): ServeOptio
     'trust-proxy': { type: 'string' },
     'metrics-allow': { type: 'string' },
     'log-level': { type: 'string' },
+    'access-log': { type: 'boolean' },
     'cache-mb': { type: 'string' },
   });
   const snapshot = values.snapshot ?? env.PROXYLIST_SNAPSHOT;
@@ -37,6 +38,7 @@ export function serveOptions(args: string[], env: NodeJS.ProcessEnv): ServeOptio
     trustProxy: list(trust) ?? [],
     metricsAllow: list(values['metrics-allow']),
     logLevel,
+    accessLog: values['access-log'] ?? false,
     cacheBytes: integerOption('cache-mb', values['cache-mb'], DEFAULT_CACHE_BYTES / 1048576, 0, 65536) * 1048576,
   };
 }

@@ -63,6 +63,7 @@ export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRe
     const nowMs = deps.clock.nowMs();
     const entry = deps.keys.table.find(presented[0], nowMs);
     if (!entry) return sendError(res, '401 Unauthorized', 'Invalid access key', head);
+    res.keyLabel = entry.label;
 
     // The TCP peer, or with --trust-proxy the client it forwards for.
     const peer = parseAddress(Buffer.from(res.getRemoteAddressAsText()).toString('latin1')) ?? { v4: 0 };

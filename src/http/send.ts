@@ -7,6 +7,10 @@ export type Headers = ReadonlyArray<readonly [string, string]>;
  * app's guard reads it right after a handler returns to count the response.
  */
 export let lastStatus = '';
+/** The body length of that response. */
+export let lastBytes = 0;
+/** Responses sent so far: a handler that sent none answers later, asynchronously. */
+export let sentCount = 0;
 
 const TEXT = 'text/plain; charset=utf-8';
 
@@ -33,6 +37,8 @@ export const streaming = new Set<HttpResponse>();
  */
 export function send(res: HttpResponse, status: string, headers: Headers, body: Uint8Array, head: boolean, borrowed: boolean): void {
   lastStatus = status;
+  lastBytes = body.length;
+  sentCount++;
   res.cork(() => {
     res.writeStatus(status);
     for (const [name, value] of headers) res.writeHeader(name, value);
