@@ -37,11 +37,18 @@ export interface ApiDeps {
   metrics: Metrics;
 }
 
+/** The bytes `s` had on the wire: uWebSockets.js turned each raw byte that was not UTF-8 into one 3-byte U+FFFD. */
+function wireBytes(s: string): number {
+  let replaced = 0;
+  for (let i = s.indexOf('\uFFFD'); i >= 0; i = s.indexOf('\uFFFD', i + 1)) replaced++;
+  return Buffer.byteLength(s) - 2 * replaced;
+}
+
 /** True when the request target (path, `?`, query) is longer than 8192 bytes. */
 export function targetTooLong(url: string, query: string | undefined): boolean {
   const chars = url.length + (query === undefined ? 0 : query.length + 1);
   if (chars <= MAX_TARGET_BYTES / 3) return false; // even all 3-byte UTF-8 would fit
-  return Buffer.byteLength(url) + (query === undefined ? 0 : Buffer.byteLength(query) + 1) > MAX_TARGET_BYTES;
+  return wireBytes(url) + (query === undefined ? 0 : wireBytes(query) + 1) > MAX_TARGET_BYTES;
 }
 
 /**
@@ -57,7 +64,7 @@ export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRe
     const raw = readQuery(query);
 
     const presented = raw.values.get('key');
-    if (raw.malformed === 'key') return sendError(res, '400 Bad Request', 'Malformed percent-encoding in parameter key', head);
+    if (raw.malformed === 'key') return sendError(res, '400 Bad Request', 'Malformed percent-encoding or UTF-8 in parameter key', head);
     if (!presented) return sendError(res, '401 Unauthorized', 'Access key not provided', head);
     if (presented.length > 1) return sendError(res, '400 Bad Request', 'Parameter key is given more than once', head);
     const nowMs = deps.clock.nowMs();

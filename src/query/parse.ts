@@ -33,7 +33,7 @@ export function parsePlan(raw: RawParams, services: readonly string[]): ParseRes
 }
 
 function buildPlan(raw: RawParams, services: readonly string[]): Plan {
-  if (raw.malformed !== null) throw new BadParam(`Malformed percent-encoding in parameter ${echo(raw.malformed)}`);
+  if (raw.malformed !== null) throw new BadParam(`Malformed percent-encoding or UTF-8 in parameter ${echo(raw.malformed)}`);
   const v = raw.values;
   for (const name of OUTPUT_ONLY) {
     if (v.has(name)) throw new BadParam(`Parameter ${name} is output-only and cannot be used as a filter`);

@@ -10,7 +10,15 @@ export interface RawParams {
   malformed: string | null;
 }
 
+/**
+ * uWebSockets.js hands the target over as UTF-8 and turns raw bytes that are
+ * not UTF-8 into U+FFFD. No valid parameter holds that character, so its
+ * presence marks the raw form as malformed, like a bad escape.
+ */
+const REPLACEMENT = '\uFFFD';
+
 function decode(s: string): string | null {
+  if (s.indexOf(REPLACEMENT) >= 0) return null;
   if (s.indexOf('%') < 0 && s.indexOf('+') < 0) return s;
   try {
     // decodeURIComponent rejects bad escapes and escapes of invalid UTF-8.

@@ -1,6 +1,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { RawConnection } from '../helpers/raw-http.js';
 import { TEST_KEY, TEST_NOW_S, UNLIMITED, startTestServer, type TestServer } from '../helpers/server.js';
 
 const snapshot = encodeSnapshot(generateRecords({ records: 500, seed: 3, now: TEST_NOW_S }), TEST_NOW_S);
@@ -102,9 +103,9 @@ const BAD: Array<[string, string]> = [
   ['ip_out=1.2.3.4', 'Error: Parameter ip_out is output-only and cannot be used as a filter'],
   ['time=60&time=120', 'Error: Parameter time is given more than once'],
   ['get=json&get=txt', 'Error: Parameter get is given more than once'],
-  ['city=%ZZ', 'Error: Malformed percent-encoding in parameter city'],
-  ['city=%C3%28', 'Error: Malformed percent-encoding in parameter city'],
-  ['city=%E0%80%AF', 'Error: Malformed percent-encoding in parameter city'],
+  ['city=%ZZ', 'Error: Malformed percent-encoding or UTF-8 in parameter city'],
+  ['city=%C3%28', 'Error: Malformed percent-encoding or UTF-8 in parameter city'],
+  ['city=%E0%80%AF', 'Error: Malformed percent-encoding or UTF-8 in parameter city'],
   [`type=${'x'.repeat(100)}`, `Error: Invalid type "${'x'.repeat(64)}"; allowed: http, https, socks4, socks5`],
   ['type=a%0Ab%09c%1Bd', 'Error: Invalid type "abcd"; allowed: http, https, socks4, socks5'],
 ];
@@ -114,8 +115,21 @@ test('invalid parameters get 400 naming the parameter and the allowed values', a
 });
 
 test('a malformed or repeated key gets 400 before anything else', async ({ t }) => {
-  await expectError(await t.get('/api?key=%ZZ'), 400, 'Error: Malformed percent-encoding in parameter key');
+  await expectError(await t.get('/api?key=%ZZ'), 400, 'Error: Malformed percent-encoding or UTF-8 in parameter key');
   await expectError(await t.get(`/api?key=${TEST_KEY}&key=${TEST_KEY}`), 400, 'Error: Parameter key is given more than once');
+});
+
+test('raw bytes that are not UTF-8 get 400; raw UTF-8 is read as such', async ({ t }) => {
+  const connection = await RawConnection.open(t.server.port);
+  try {
+    const bad = await connection.request(Buffer.from(`/api?key=${TEST_KEY}&city=Mos\xffcow`, 'latin1'));
+    assert.is(bad.status, 400);
+    assert.is(bad.body.toString(), 'Error: Malformed percent-encoding or UTF-8 in parameter city');
+    const good = await connection.request(Buffer.from(`/api?key=${TEST_KEY}&get=json&pretty=0&fields=city&count=1&city=Москва`));
+    assert.is(good.body.toString(), '[{"city":"Москва"}]');
+  } finally {
+    connection.close();
+  }
 });
 
 test("the other output's parameters are ignored, not validated", async ({ t }) => {

@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -34,6 +35,25 @@ test('an unexpected error inside a handler answers 500 without details, and the 
   const after = await t.api('count=3');
   assert.is(after.status, 200);
   assert.is((await after.text()).split('\n').length, 4);
+});
+
+test('a request head that arrives in pieces is answered up to 4 KiB; a longer one is dropped, and service goes on', async ({ t }) => {
+  // uWebSockets.js buffers at most 4 KiB of a head that spans reads, and then
+  // closes the connection; a head read at once may be far longer (8 KiB targets).
+  const send = (target: string, pieces: number) => new Promise<string>((resolve, reject) => {
+    const socket = connect({ port: t.server.port, host: '127.0.0.1', noDelay: true });
+    const wire = Buffer.from(`GET ${target} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n`);
+    const size = Math.ceil(wire.length / pieces);
+    let received = '';
+    socket.on('data', (d) => (received += d.toString('latin1')));
+    socket.on('close', () => resolve(received));
+    socket.on('error', reject);
+    for (let i = 0; i < pieces; i++) setTimeout(() => socket.write(wire.subarray(i * size, (i + 1) * size)), i * 30);
+  });
+  assert.match(await send(`/api?key=${TEST_KEY}&count=1&_=${'a'.repeat(3500)}`, 3), /^HTTP\/1\.1 200 OK\r\n/);
+  assert.is(await send(`/api?key=${TEST_KEY}&count=1&_=${'a'.repeat(5000)}`, 3), '');
+  assert.match(await send(`/api?key=${TEST_KEY}&count=1&_=${'a'.repeat(8000)}`, 1), /^HTTP\/1\.1 200 OK\r\n/);
+  assert.is((await t.api('count=1')).status, 200);
 });
 
 test('HEAD answers like GET, with the same headers and no body', async ({ t }) => {

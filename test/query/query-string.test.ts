@@ -32,6 +32,9 @@ test('malformed escapes and invalid UTF-8 are reported by parameter', () => {
   assert.is(readQuery('ci%ZZty=x').malformed, 'ci%ZZty');
   assert.is(readQuery('a=%C0%80').malformed, 'a'); // overlong encoding
   assert.is(readQuery('a=%ED%A0%80').malformed, 'a'); // a surrogate
+  // Raw bytes that are not UTF-8 reach the reader as U+FFFD.
+  assert.is(readQuery('key=x&city=a\uFFFDb').malformed, 'city');
+  assert.is(readQuery('\uFFFD=1').malformed, '\uFFFD');
 });
 
 test('lists merge across repeats, trim, drop empties and duplicates, keep first-given order', () => {

@@ -1,0 +1,92 @@
+import { connect, type Socket } from 'node:net';
+
+export interface RawResponse {
+  status: number;
+  /** Header names in lower case. */
+  headers: Map<string, string>;
+  body: Buffer;
+}
+
+/**
+ * One keep-alive HTTP/1.1 connection that sends request targets as raw bytes
+ * (fetch and node:http escape or refuse what a hostile client would send) and
+ * reads responses framed by Content-Length, one request at a time.
+ */
+export class RawConnection {
+  private pending = Buffer.alloc(0);
+  private waiting: { resolve: (r: RawResponse) => void; reject: (e: Error) => void } | null = null;
+  private closed = false;
+
+  private constructor(private readonly socket: Socket) {
+    socket.on('data', (chunk) => {
+      this.pending = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+      this.deliver();
+    });
+    const fail = (why: string) => {
+      this.closed = true;
+      this.waiting?.reject(new Error(why));
+      this.waiting = null;
+    };
+    socket.on('close', () => fail('the server closed the connection'));
+    socket.on('error', (e) => fail(e.message));
+  }
+
+  static open(port: number, host = '127.0.0.1'): Promise<RawConnection> {
+    return new Promise((resolve, reject) => {
+      const socket = connect({ port, host, noDelay: true });
+      socket.once('connect', () => resolve(new RawConnection(socket)));
+      socket.once('error', reject);
+    });
+  }
+
+  /** Sends one request; fails if no whole response arrives within `timeoutMs`. */
+  request(target: Buffer | string, method = 'GET', timeoutMs = 5000): Promise<RawResponse> {
+    if (this.closed) return Promise.reject(new Error('the connection is closed'));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting = null;
+        this.socket.destroy();
+        reject(new Error(`no response within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.waiting = {
+        resolve: (r) => { clearTimeout(timer); resolve(r); },
+        reject: (e) => { clearTimeout(timer); reject(e); },
+      };
+      this.socket.write(Buffer.concat([
+        Buffer.from(`${method} `),
+        typeof target === 'string' ? Buffer.from(target) : target,
+        Buffer.from(' HTTP/1.1\r\nHost: test\r\n\r\n'),
+      ]));
+    });
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+
+  private deliver(): void {
+    if (!this.waiting) return;
+    const headEnd = this.pending.indexOf('\r\n\r\n');
+    if (headEnd < 0) return;
+    const lines = this.pending.subarray(0, headEnd).toString('latin1').split('\r\n');
+    const status = Number(lines[0].split(' ')[1]);
+    const headers = new Map<string, string>();
+    for (const line of lines.slice(1)) {
+      const colon = line.indexOf(':');
+      headers.set(line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim());
+    }
+    const length = Number(headers.get('content-length') ?? NaN);
+    if (!Number.isInteger(length)) {
+      this.waiting.reject(new Error(`no Content-Length in: ${lines.join(' | ')}`));
+      this.waiting = null;
+      return;
+    }
+    const end = headEnd + 4 + length;
+    if (this.pending.length < end) return;
+    const body = Buffer.from(this.pending.subarray(headEnd + 4, end));
+    this.pending = this.pending.subarray(end);
+    const { resolve } = this.waiting;
+    this.waiting = null;
+    resolve({ status, headers, body });
+  }
+}
