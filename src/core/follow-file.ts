@@ -43,7 +43,7 @@ export class FileFollower {
 
   constructor(
     path: string,
-    private readonly load: (path: string) => Promise<void>,
+    private readonly load: (path: string, unchanged: () => boolean) => Promise<void>,
     private readonly onMissing: () => void,
     options: FollowOptions = {},
   ) {
@@ -102,7 +102,7 @@ export class FileFollower {
         continue;
       }
       // `load` reports its own failures; one must not stop the following.
-      await this.load(this.path).catch(() => undefined);
+      await this.load(this.path, () => signature(this.path) === before).catch(() => undefined);
       // Replaced or rewritten while it was being read: read it again.
       if (signature(this.path) !== before) this.again = true;
     } while (this.again);
@@ -126,14 +126,18 @@ export abstract class FollowedFile {
   private readonly follower: FileFollower;
 
   constructor(path: string, options?: FollowOptions) {
-    this.follower = new FileFollower(path, async (p) => this.load(p), () => this.missing(), options);
+    this.follower = new FileFollower(path, async (p, unchanged) => this.load(p, unchanged), () => this.missing(), options);
   }
 
   get path(): string {
     return this.follower.path;
   }
 
-  protected abstract load(path: string): Promise<void> | void;
+  /**
+   * Loads one version. `unchanged()` tells whether the file is still the
+   * version the load began on; when it is not, the file is read again anyway.
+   */
+  protected abstract load(path: string, unchanged: () => boolean): Promise<void> | void;
   protected abstract missing(): void;
 
   /** Loads the current version (if any), then follows changes. */

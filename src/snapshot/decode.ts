@@ -1,4 +1,4 @@
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { CodedError, messageOf } from '../core/errors.js';
 import { RecordExtractor, buildStore } from '../store/build.js';
 import type { StoreColumns, StoreMeta } from '../store/columns.js';
@@ -22,15 +22,18 @@ class Window {
   buf: Buffer;
   len = 0;
   private fd: number | null;
+  /** The file's size when it was opened. */
+  readonly size: number;
 
-  private constructor(buf: Buffer, len: number, fd: number | null) {
+  private constructor(buf: Buffer, len: number, fd: number | null, size: number) {
     this.buf = buf;
     this.len = len;
     this.fd = fd;
+    this.size = size;
   }
 
   static ofBytes(bytes: Uint8Array): Window {
-    return new Window(Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length), bytes.length, null);
+    return new Window(Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length), bytes.length, null, bytes.length);
   }
 
   static ofFile(path: string): Window {
@@ -40,7 +43,7 @@ class Window {
     } catch (err) {
       throw new CodedError('E_SNAPSHOT_READ', `cannot read snapshot ${path}: ${messageOf(err)}`);
     }
-    const w = new Window(Buffer.allocUnsafe(WINDOW_BYTES), 0, fd);
+    const w = new Window(Buffer.allocUnsafe(WINDOW_BYTES), 0, fd, fstatSync(fd).size);
     w.fill();
     return w;
   }
@@ -111,8 +114,12 @@ function guarded(read: () => SnapshotFile): SnapshotFile {
     return read();
   } catch (err) {
     if (err instanceof CodedError) throw err;
-    if (err instanceof Truncated || (err as { incomplete?: boolean }).incomplete === true) {
+    if (err instanceof Truncated) {
       throw new CodedError('E_SNAPSHOT_DECODE', 'snapshot is truncated (partly written?)');
+    }
+    // msgpackr decodes the few top-level values recursively.
+    if (err instanceof RangeError && /call stack/.test(err.message)) {
+      throw new CodedError('E_SNAPSHOT_DECODE', 'snapshot nests values too deeply to decode');
     }
     throw new CodedError('E_SNAPSHOT_DECODE', `snapshot does not decode as MessagePack: ${messageOf(err)}`);
   }
@@ -126,12 +133,22 @@ interface TopLevel {
   end: number;
 }
 
+/** The top-level entries whose values are decoded; any other value is stepped over, undecoded. */
+const TOP_LEVEL_KEYS = new Set(['format', 'version', 'generated_at', 'services']);
+
+/** True when the value at pos is a MessagePack string (fixstr, str8, str16, str32). */
+function isString(b: Uint8Array, pos: number): boolean {
+  if (pos >= b.length) throw new Truncated();
+  const t = b[pos];
+  return (t >= 0xa0 && t <= 0xbf) || (t >= 0xd9 && t <= 0xdb);
+}
+
 /** The top-level map; the records are stepped over, undecoded, unless they come last. */
 function readTopLevel(bytes: Buffer): TopLevel {
-  if (bytes.length === 0) throw new Truncated();
+  if (bytes.length === 0) throw rejected('the file is empty');
   const map = mapHeader(bytes, 0);
   if (!map) {
-    decodeOne(bytes, 0); // a well-formed value of the wrong kind, or undecodable bytes?
+    skipValue(bytes, 0); // a well-formed value of the wrong kind, or undecodable bytes?
     throw rejected('top level must be a map');
   }
   const top: Record<string, unknown> = {};
@@ -139,19 +156,22 @@ function readTopLevel(bytes: Buffer): TopLevel {
   let proxiesLast = false;
   let pos = map[1];
   for (let i = 0; i < map[0]; i++) {
-    const key = decodeOne(bytes, pos);
-    pos = key.end;
-    const list = key.value === 'proxies' ? arrayHeader(bytes, pos) : null;
+    let key: unknown = undefined;
+    if (isString(bytes, pos)) ({ value: key, end: pos } = decodeOne(bytes, pos));
+    else pos = skipValue(bytes, pos);
+    const list = key === 'proxies' ? arrayHeader(bytes, pos) : null;
     if (list) {
       proxies = { at: pos + list[1], count: list[0] };
       top.proxies = [];
       // Records wait until the services they may name are known.
       proxiesLast = i === map[0] - 1;
       pos = proxiesLast ? proxies.at : skipValue(bytes, pos);
-    } else {
+    } else if (typeof key === 'string' && (TOP_LEVEL_KEYS.has(key) || key === 'proxies')) {
       const value = decodeOne(bytes, pos);
-      if (typeof key.value === 'string') top[key.value] = value.value;
+      top[key] = value.value;
       pos = value.end;
+    } else {
+      pos = skipValue(bytes, pos); // unknown keys are ignored (API.md 2), however large or deep
     }
   }
   return { top, proxies, proxiesLast, end: pos };
@@ -174,6 +194,9 @@ function walk(w: Window, begin: Begin): SnapshotFile {
   if (!validateTopLevel(top)) throw rejected(describeTopLevelError());
   const problem = serviceNamesProblem(top.services ?? DEFAULT_SERVICES);
   if (problem) throw rejected(problem);
+  // Each record takes at least one byte: a count beyond that would size the
+  // columns for records that cannot be there (the window still starts at 0).
+  if (proxies && proxies.count > w.size - proxies.at) throw new Truncated();
   const sink = begin(top, proxies?.count ?? 0);
   if (proxies) {
     let p = proxies.at;

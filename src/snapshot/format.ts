@@ -70,8 +70,9 @@ export function describeTopLevelError(): string {
  */
 export function serviceNamesProblem(services: readonly string[]): string | null {
   const seen = new Set<string>();
-  for (const name of services) {
-    const lower = name.toLowerCase();
+  for (const given of services) {
+    const lower = given.toLowerCase();
+    const name = given.length > 64 ? `${given.slice(0, 64)}...` : given; // as shown in messages
     if (seen.has(lower)) return `services: "${name}" appears twice (names are case-insensitive)`;
     seen.add(lower);
     if ((RECORD_FIELDS as readonly string[]).includes(lower)) return `services: "${name}" clashes with a record field`;

@@ -89,12 +89,18 @@ export function skipValue(b: Uint8Array, pos: number): number {
 export function decodeOne(b: Uint8Array, pos: number): { value: unknown; end: number } {
   let value: unknown;
   let end = -1;
-  // unpackMultiple reads values in sequence and reports where each ends; stop after the first.
-  unpackMultiple(b.subarray(pos), (v: unknown, _start?: number, stop?: number) => {
-    value = v;
-    end = pos + stop!;
-    return false;
-  });
+  try {
+    // unpackMultiple reads values in sequence and reports where each ends; stop after the first.
+    unpackMultiple(b.subarray(pos), (v: unknown, _start?: number, stop?: number) => {
+      value = v;
+      end = pos + stop!;
+      return false;
+    });
+  } catch (err) {
+    // A value cut by the end of the bytes at hand: the caller may read on.
+    if ((err as { incomplete?: boolean }).incomplete === true) throw new Truncated();
+    throw err;
+  }
   if (end < 0) throw new Truncated();
   return { value, end };
 }

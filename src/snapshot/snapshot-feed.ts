@@ -36,26 +36,37 @@ export class SnapshotFeed extends FollowedFile {
     this.listeners.push(listener);
   }
 
-  protected async load(path: string): Promise<void> {
+  protected async load(path: string, unchanged: () => boolean): Promise<void> {
     const started = performance.now();
+    let loaded: Awaited<ReturnType<typeof loadInWorker>>;
     try {
-      const { columns, meta } = await loadInWorker(path);
-      const store = new Store(columns, meta, { file: path, loadedAtMs: this.clock.nowMs(), generation: ++this.generation });
-      this.current = store;
-      this.lastLoadMs = performance.now() - started;
-      this.reloadsOk++;
-      this.lastError = null;
-      for (const listener of this.listeners) listener(store);
-      this.log.info(
-        { event: 'snapshot_loaded', file: path, records: store.rows, skipped: meta.skipped, duplicates: meta.duplicates, ms: Math.round(this.lastLoadMs) },
-        'snapshot loaded',
-      );
-      if (meta.skipReasons.length > 0) this.log.warn({ event: 'snapshot_records_skipped', skipped: meta.skipped, first: meta.skipReasons }, 'snapshot records skipped');
+      loaded = await loadInWorker(path);
     } catch (err) {
+      if (!unchanged()) return this.changedWhileRead(path);
       this.reloadsFailed++;
       this.lastError = messageOf(err);
       this.log.error({ event: 'snapshot_rejected', file: path, reason: this.lastError }, 'snapshot rejected; still serving the previous one');
+      return;
     }
+    // Bytes read while the file was rewritten in place may mix two versions.
+    if (!unchanged()) return this.changedWhileRead(path);
+    const { columns, meta } = loaded;
+    const store = new Store(columns, meta, { file: path, loadedAtMs: this.clock.nowMs(), generation: ++this.generation });
+    this.current = store;
+    this.lastLoadMs = performance.now() - started;
+    this.reloadsOk++;
+    this.lastError = null;
+    for (const listener of this.listeners) listener(store);
+    this.log.info(
+      { event: 'snapshot_loaded', file: path, records: store.rows, skipped: meta.skipped, duplicates: meta.duplicates, ms: Math.round(this.lastLoadMs) },
+      'snapshot loaded',
+    );
+    if (meta.skipReasons.length > 0) this.log.warn({ event: 'snapshot_records_skipped', skipped: meta.skipped, first: meta.skipReasons }, 'snapshot records skipped');
+  }
+
+  /** The outcome of a read that a new version overtook is dropped, success or failure: the new version is read next. */
+  private changedWhileRead(path: string): void {
+    this.log.info({ event: 'snapshot_changed_while_read', file: path }, 'snapshot changed while being read; reading it again');
   }
 
   protected missing(): void {
