@@ -48,6 +48,7 @@ export class Metrics {
     counterFrom({ name: 'proxylist_response_cache_misses_total', help: 'Bodies rendered' }, () => cache.misses);
     gauge('proxylist_response_cache_bytes', 'Bytes held by the response cache', () => cache.bytes);
     gauge('proxylist_keys_loaded', 'Keys in force', () => keys.table.entries.size);
+    gauge('proxylist_keys_file_rejected', '1 while the keys file is missing or its last version was rejected (the keys in force stay)', () => (keys.lastError === null ? 0 : 1));
     for (const limit of ['subnet', 'frequency', 'daily'] as const) this.rejections.labels(limit).inc(0);
   }
 

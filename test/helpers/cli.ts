@@ -11,8 +11,9 @@ export interface Child {
   exited: Promise<number | null>;
 }
 
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Child {
-  const proc = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts the command line; `as` runs it as another user (needs root). */
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, as?: { uid: number; gid: number }): Child {
+  const proc = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...as });
   let out = '';
   let err = '';
   proc.stdout!.on('data', (d) => (out += d));

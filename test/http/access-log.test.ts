@@ -1,17 +1,10 @@
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { captureLog } from '../helpers/log.js';
 import { TEST_KEY, TEST_NOW_S, startTestServer, type TestServer } from '../helpers/server.js';
 
-const lines: Array<Record<string, unknown>> = [];
-const sink = new Writable({
-  write(chunk, _encoding, done) {
-    for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line));
-    done();
-  },
-});
+const { log, lines } = captureLog();
 const snapshot = encodeSnapshot(generateRecords({ records: 200, seed: 8, now: TEST_NOW_S }), TEST_NOW_S);
 const keys = { keys: [{ key: TEST_KEY, name: 'acme', limits: { per_window: null, daily: null, subnets: null } }] };
 
@@ -19,7 +12,7 @@ const test = suite<{ t: TestServer }>('access log');
 test.after((ctx) => ctx.t.close());
 
 test('with --access-log: method, path, status, bytes, µs and key name; never the key or the query', async (ctx) => {
-  const t = (ctx.t = await startTestServer({ snapshot, keys, options: { accessLog: true, log: pino({ level: 'info' }, sink) } }));
+  const t = (ctx.t = await startTestServer({ snapshot, keys, options: { accessLog: true, log } }));
   const body = await (await t.api('count=4&country=us')).text();
   await (await t.get('/api?key=wrong-secret&count=1')).text();
   await (await t.get('/elsewhere')).text();
