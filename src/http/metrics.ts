@@ -3,6 +3,7 @@ import type { KeysFeed } from '../access/keys-feed.js';
 import type { Clock } from '../core/clock.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { ResponseCache } from './response-cache.js';
+import { streaming } from './send.js';
 
 export type LimitKind = 'subnet' | 'frequency' | 'daily';
 
@@ -47,6 +48,7 @@ export class Metrics {
     counterFrom({ name: 'proxylist_response_cache_hits_total', help: 'Bodies answered from the response cache' }, () => cache.hits);
     counterFrom({ name: 'proxylist_response_cache_misses_total', help: 'Bodies rendered' }, () => cache.misses);
     gauge('proxylist_response_cache_bytes', 'Bytes held by the response cache', () => cache.bytes);
+    gauge('proxylist_responses_streaming', 'Responses whose bodies wait for slow clients to read', () => streaming.size);
     gauge('proxylist_keys_loaded', 'Keys in force', () => keys.table.entries.size);
     gauge('proxylist_keys_file_rejected', '1 while the keys file is missing or its last version was rejected (the keys in force stay)', () => (keys.lastError === null ? 0 : 1));
     for (const limit of ['subnet', 'frequency', 'daily'] as const) this.rejections.labels(limit).inc(0);
