@@ -54,6 +54,7 @@ export function parseWrk(out: string): WrkResult {
   const r = JSON.parse(line.slice(9));
   const ms = (us: number) => Math.round(us / 10) / 100;
   return {
+    requests: r.requests,
     rps: Math.round(r.requests / (r.duration_us / 1e6)),
     mb_per_s: Math.round(r.bytes / (r.duration_us / 1e6) / 1048576),
     p50_ms: ms(r.p50_us),
@@ -65,6 +66,7 @@ export function parseWrk(out: string): WrkResult {
 }
 
 export interface WrkResult {
+  requests: number;
   rps: number;
   mb_per_s: number;
   p50_ms: number;
@@ -90,6 +92,35 @@ export function wrk(port: number, paths: readonly string[], seconds: number, wor
     maxBuffer: 1 << 24,
   }).toString();
   return parseWrk(out);
+}
+
+/** A wrk run like `wrk`'s that lasts until `finish()` is called, for load beside something else. */
+export function startWrk(port: number, paths: readonly string[], workDir: string, connections = CONNECTIONS): { finish(): Promise<WrkResult> } {
+  const file = join(workDir, 'wrk-paths-background.txt');
+  writeFileSync(file, paths.join('\n') + '\n');
+  const load = spawn('taskset', ['-c', LOAD_CORE, 'wrk', '-t', '1', '-c', String(connections), '-d', '3600s', '--timeout', '30s', '-s', WRK_LUA, `http://127.0.0.1:${port}`], {
+    env: { ...process.env, PATHS: file },
+  });
+  let out = '';
+  load.stdout.on('data', (d) => (out += d));
+  const exited = new Promise((r) => load.once('exit', r));
+  return {
+    async finish() {
+      load.kill('SIGINT'); // wrk prints its summary on SIGINT
+      await exited;
+      return parseWrk(out);
+    },
+  };
+}
+
+/** Resident and heap bytes of a server, from its own /metrics. */
+export async function serverMemory(port: number): Promise<{ rss_mb: number; heap_used_mb: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const read = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)![1]);
+  return {
+    rss_mb: Math.round(read('proxylist_process_resident_memory_bytes') / 1e5) / 10,
+    heap_used_mb: Math.round(read('proxylist_nodejs_heap_size_used_bytes') / 1e5) / 10,
+  };
 }
 
 /** The median run by requests/s of `runs` wrk runs. */

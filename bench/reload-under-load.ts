@@ -6,11 +6,11 @@
  * build worker too), wrk on core 1.
  * Run: npm run bench:reload-load
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BENCH_KEY, CLI, CONNECTIONS, LOAD_CORE, WRK_LUA, generateSnapshot, parseWrk, sleep, startPinned, stop, waitFor, wrk, writeBenchKeys } from './harness.js';
+import { BENCH_KEY, CLI, generateSnapshot, sleep, startPinned, startWrk, stop, waitFor, wrk, writeBenchKeys } from './harness.js';
 import { QUERY_MIX } from './mix.js';
 
 const RELOADS = 10;
@@ -33,12 +33,7 @@ try {
   const baseline = wrk(port, paths, 30, work);
   console.error(`without reloads: ${JSON.stringify(baseline)}`);
 
-  const file = join(work, 'wrk-paths-load.txt');
-  writeFileSync(file, paths.join('\n') + '\n');
-  const load = spawn('taskset', ['-c', LOAD_CORE, 'wrk', '-t', '1', '-c', String(CONNECTIONS), '-d', '600s', '--timeout', '30s', '-s', WRK_LUA, `http://127.0.0.1:${port}`], { env: { ...process.env, PATHS: file } });
-  let out = '';
-  load.stdout.on('data', (d) => (out += d));
-  const done = new Promise((r) => load.once('exit', r));
+  const load = startWrk(port, paths, work);
   const started = Date.now();
   const first = await reloadsOk();
   for (let i = 1; i <= RELOADS; i++) {
@@ -46,9 +41,7 @@ try {
     while ((await reloadsOk()).ok < first.ok + i) await sleep(200);
     console.error(`reload ${i} served after ${Math.round((Date.now() - started) / 1000)} s`);
   }
-  load.kill('SIGINT');
-  await done;
-  const during = parseWrk(out);
+  const during = await load.finish();
   const after = await reloadsOk();
   const result = {
     date: new Date().toISOString(),
