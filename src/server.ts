@@ -45,6 +45,8 @@ export interface RunningServer {
   log: Logger;
   /** Stops accepting, lets bodies in flight finish (10 s at most), then closes. */
   stop(): Promise<void>;
+  /** Writes the usage state now, if anything changed (for an exit that cannot wait for `stop`). */
+  saveState(): void;
 }
 
 function listen(app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
@@ -120,5 +122,5 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       (app as unknown as { close(): void }).close();
       log.info({ event: 'stopped' }, 'stopped');
     })());
-  return { port, feed, keys, cache, limiter, log, stop };
+  return { port, feed, keys, cache, limiter, log, stop, saveState: () => state?.flush() };
 }

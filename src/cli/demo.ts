@@ -7,7 +7,7 @@ import { writeFileAtomic } from '../core/atomic-write.js';
 import { generateSnapshot } from '../snapshot/generate.js';
 import { startServer } from '../server.js';
 import { integerOption, parseOptions } from './args.js';
-import { stopOnSignals } from './serve.js';
+import { superviseProcess } from './serve.js';
 
 const DEMO_RECORDS = 20_000;
 const REPUBLISH_MS = 30_000;
@@ -44,7 +44,7 @@ export async function demoCommand(args: string[]): Promise<void> {
   await server.feed.settle();
   const checker = setInterval(publish, REPUBLISH_MS);
   checker.unref();
-  stopOnSignals(server, () => rmSync(dir, { recursive: true, force: true }));
+  superviseProcess(server, () => rmSync(dir, { recursive: true, force: true }));
 
   const base = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${server.port}`;
   process.stdout.write(

@@ -43,8 +43,14 @@ export function serveOptions(args: string[], env: NodeJS.ProcessEnv): ServeOptio
   };
 }
 
-/** SIGTERM/SIGINT stop gracefully and exit 0; a second signal exits at once. */
-export function stopOnSignals(server: RunningServer, cleanup: () => void = () => undefined): void {
+/**
+ * The process around a running server: SIGTERM/SIGINT stop it gracefully and
+ * exit 0, a second signal exits at once. An uncaught exception leaves the
+ * process in an unknown state: it is logged, the usage state saved, and the
+ * process exits 1 (for the supervisor to restart it). An unhandled rejection
+ * is logged and the server keeps serving.
+ */
+export function superviseProcess(server: RunningServer, cleanup: () => void = () => undefined): void {
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) process.exit(1);
@@ -63,9 +69,17 @@ export function stopOnSignals(server: RunningServer, cleanup: () => void = () =>
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  process.on('uncaughtException', (err) => {
+    server.log.fatal({ event: 'uncaught_exception', err }, 'uncaught exception; usage state saved, exiting');
+    server.saveState();
+    process.exit(1);
+  });
+  process.on('unhandledRejection', (reason) => {
+    server.log.error({ event: 'unhandled_rejection', err: reason }, 'unhandled promise rejection; still serving');
+  });
 }
 
 export async function serveCommand(args: string[]): Promise<void> {
   const server = await startServer(serveOptions(args, process.env));
-  stopOnSignals(server);
+  superviseProcess(server);
 }
