@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { slowRead } from '../test/helpers/slow-read.js';
+import { atRate, throttledRead } from '../test/helpers/slow-read.js';
 import { BENCH_KEY, CLI, generateSnapshot, serverMemory, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys } from './harness.js';
 
 const rateArg = process.argv.indexOf('--rate');
@@ -40,7 +40,7 @@ try {
   const started = Date.now();
   let peak = await serverMemory(port);
   const sampler = setInterval(() => void serverMemory(port).then((m) => { if (m.rss_mb > peak.rss_mb) peak = m; }), 5000);
-  const slow = await slowRead(port, dump, RATE, Number.POSITIVE_INFINITY);
+  const slow = await throttledRead(port, dump, atRate(RATE));
   clearInterval(sampler);
   const seconds = (Date.now() - started) / 1000;
   const during = await beside.finish();

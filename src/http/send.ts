@@ -27,13 +27,63 @@ export function watchAbort(res: HttpResponse): void {
   });
 }
 
+/** A body the socket could not take at once: its unsent rest, and the client's progress. */
+interface Pending {
+  rest: Uint8Array;
+  /** The write offset at which `rest` begins. */
+  restBase: number;
+  total: number;
+  offset: number;
+  progressAtMs: number;
+}
+
 /** Responses whose bodies are still being sent: a graceful stop waits for them. */
-export const streaming = new Set<HttpResponse>();
+export const streaming = new Map<HttpResponse, Pending>();
+
+/**
+ * How often bodies still being sent are pushed on. uWebSockets.js writes
+ * again only on a writable event, which Linux raises once a large part of
+ * the send buffer is free: to a client reading 100 KB/s that is tens of
+ * seconds, longer than the 10 s after which uWebSockets.js drops a silent
+ * connection. Each push writes what the socket takes now and restarts that
+ * timeout.
+ */
+const PUSH_INTERVAL_MS = 1000;
+/** A client that has taken no byte for this long is left to the timeout. */
+export const STALL_LIMIT_MS = 60_000;
+let pusher: NodeJS.Timeout | null = null;
+
+/** Tries to send more of a pending body; false once it is finished or given up. */
+function push(res: HttpResponse, p: Pending, nowMs: number): boolean {
+  if (res.aborted) return false;
+  const offset = res.getWriteOffset();
+  if (offset !== p.offset) {
+    p.offset = offset;
+    p.progressAtMs = nowMs;
+  } else if (nowMs - p.progressAtMs > STALL_LIMIT_MS) {
+    return false;
+  }
+  let finished = false;
+  res.cork(() => {
+    [, finished] = res.tryEnd(p.rest.subarray(offset - p.restBase), p.total);
+  });
+  return !finished;
+}
+
+function pushAll(): void {
+  const now = performance.now();
+  for (const [res, p] of streaming) if (!push(res, p, now)) streaming.delete(res);
+  if (streaming.size === 0 && pusher) {
+    clearInterval(pusher);
+    pusher = null;
+  }
+}
 
 /**
  * Writes status, headers and body in one cork. A body the socket cannot take
- * at once is sent in pieces on `onWritable`; the bytes not yet sent are copied
- * out when `borrowed` (the caller's buffer is reused by the next request).
+ * at once is sent in pieces on `onWritable` and by the periodic push; the
+ * bytes not yet sent are copied out when `borrowed` (the caller's buffer is
+ * reused by the next request).
  */
 export function send(res: HttpResponse, status: string, headers: Headers, body: Uint8Array, head: boolean, borrowed: boolean): void {
   lastStatus = status;
@@ -52,13 +102,19 @@ export function send(res: HttpResponse, status: string, headers: Headers, body: 
     const [ok, done] = res.tryEnd(body, total);
     if (ok || done) return;
     const sent = res.getWriteOffset() - base;
-    const rest = borrowed ? body.slice(sent) : body.subarray(sent);
-    const restBase = base + sent;
+    const pending: Pending = {
+      rest: borrowed ? body.slice(sent) : body.subarray(sent),
+      restBase: base + sent,
+      total,
+      offset: base + sent,
+      progressAtMs: performance.now(),
+    };
     watchAbort(res);
-    streaming.add(res);
+    streaming.set(res, pending);
+    pusher ??= setInterval(pushAll, PUSH_INTERVAL_MS).unref();
     res.onWritable((offset: number) => {
       if (res.aborted) return true;
-      const [more, finished] = res.tryEnd(rest.subarray(offset - restBase), total);
+      const [more, finished] = res.tryEnd(pending.rest.subarray(offset - pending.restBase), total);
       if (finished) streaming.delete(res);
       return more;
     });

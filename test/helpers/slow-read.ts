@@ -1,21 +1,25 @@
 import { connect } from 'node:net';
 
-export interface SlowRead {
+export interface ThrottledRead {
   head: string;
   body: Buffer;
-  /** Bytes read while the rate limit was on. */
-  slowBytes: number;
+  /** Bytes received when `throttle` first answered null. */
+  throttledBytes: number;
 }
 
-/** Reads a response at `bytesPerSecond` for `slowMs`, then as fast as it comes. */
-export function slowRead(port: number, path: string, bytesPerSecond: number, slowMs: number): Promise<SlowRead> {
+/**
+ * Reads one response, holding back after each chunk for as long as
+ * `throttle(received, elapsedMs)` says; once it answers null, reads freely.
+ * Fails if the server closes the connection before the whole body came.
+ */
+export function throttledRead(port: number, path: string, throttle: (received: number, elapsedMs: number) => number | null): Promise<ThrottledRead> {
   return new Promise((resolve, reject) => {
     const socket = connect({ port, host: '127.0.0.1' });
     const chunks: Buffer[] = [];
     let received = 0;
     let expected = -1;
     let headEnd = -1;
-    let slowBytes = -1;
+    let throttledBytes = -1;
     const started = Date.now();
     socket.on('connect', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n`));
     socket.on('data', (chunk) => {
@@ -29,21 +33,25 @@ export function slowRead(port: number, path: string, bytesPerSecond: number, slo
       if (expected >= 0 && received >= expected) {
         socket.destroy();
         const all = Buffer.concat(chunks);
-        resolve({ head: all.subarray(0, headEnd).toString(), body: all.subarray(headEnd + 4), slowBytes: slowBytes < 0 ? received : slowBytes });
+        resolve({ head: all.subarray(0, headEnd).toString(), body: all.subarray(headEnd + 4), throttledBytes: throttledBytes < 0 ? received : throttledBytes });
         return;
       }
-      const elapsed = Date.now() - started;
-      if (elapsed >= slowMs) {
-        if (slowBytes < 0) slowBytes = received;
-        return;
-      }
-      // Ahead of the allowed rate: stop reading until the rate catches up.
-      const dueMs = (received / bytesPerSecond) * 1000 - elapsed;
-      if (dueMs > 0) {
+      if (throttledBytes >= 0) return;
+      const delayMs = throttle(received, Date.now() - started);
+      if (delayMs === null) throttledBytes = received;
+      else if (delayMs > 0) {
         socket.pause();
-        setTimeout(() => socket.resume(), Math.min(dueMs, slowMs - elapsed));
+        setTimeout(() => socket.resume(), delayMs);
       }
+    });
+    socket.on('close', () => {
+      if (expected < 0 || received < expected) reject(new Error(`the server closed the connection after ${received} of ${expected} bytes`));
     });
     socket.on('error', reject);
   });
 }
+
+/** A reader at `bytesPerSecond` for `slowMs` (or to the end), then free. */
+export const atRate = (bytesPerSecond: number, slowMs = Number.POSITIVE_INFINITY) =>
+  (received: number, elapsedMs: number): number | null =>
+    elapsedMs >= slowMs ? null : Math.min(Math.max(0, (received / bytesPerSecond) * 1000 - elapsedMs), slowMs - elapsedMs);

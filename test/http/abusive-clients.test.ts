@@ -3,7 +3,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { RawConnection } from '../helpers/raw-http.js';
-import { slowRead } from '../helpers/slow-read.js';
+import { atRate, throttledRead } from '../helpers/slow-read.js';
 import { TEST_KEY, TEST_NOW_S, eventually, startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
@@ -27,7 +27,7 @@ for (const cache of [true, false]) {
     const whole = Buffer.from(await (await t.get(DUMP)).arrayBuffer());
     assert.ok(whole.length > 20_000_000, `the dump is only ${whole.length} bytes`);
     const small = await (await t.api(SMALL)).text();
-    const slow = slowRead(t.server.port, DUMP, 100_000, 3000);
+    const slow = throttledRead(t.server.port, DUMP, atRate(100_000, 3000));
     const other = await RawConnection.open(t.server.port);
     const latencies: number[] = [];
     const until = Date.now() + 2500;
@@ -40,13 +40,24 @@ for (const cache of [true, false]) {
     }
     other.close();
     assert.ok(latencies.length > 100, `only ${latencies.length} answers in 2.5 s beside the slow reader`);
-    const { head, body, slowBytes } = await slow;
+    const { head, body, throttledBytes: slowBytes } = await slow;
     assert.match(head, 'HTTP/1.1 200 OK');
     assert.ok(slowBytes < 3 * 100_000 * 2, `${slowBytes} bytes read in the slow phase: the reader was not slow`);
     assert.ok(body.equals(whole), 'the slow body equals the fast one');
     latencies.sort((a, b) => a - b);
     // Not a timing assertion (the machine is shared): a stall of the event loop behind the slow reader would show as seconds.
     assert.ok(percentile(latencies, 0.99) < 1000, `p99 ${percentile(latencies, 0.99).toFixed(1)} ms`);
+  });
+
+  test('a reader that stops for 15 s mid-body, longer than the idle timeout of uWebSockets.js, still gets all of it', async ({ t }) => {
+    const whole = Buffer.from(await (await t.get(DUMP)).arrayBuffer());
+    let paused = false;
+    const { body } = await throttledRead(t.server.port, DUMP, (received) => {
+      if (paused || received < 1_000_000) return 0;
+      paused = true;
+      return 15_000;
+    });
+    assert.ok(body.equals(whole), 'the whole body after the pause');
   });
 
   test.run();
