@@ -1,10 +1,11 @@
+import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { exitWithin, runCli } from '../helpers/cli.js';
+import { CLI, exitWithin, runCli } from '../helpers/cli.js';
 import { captureLog } from '../helpers/log.js';
 import { TEST_NOW_S, eventually, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 
@@ -115,16 +116,21 @@ state('a read-only state folder: the server serves, logs each failed save, and s
   mkdirSync(stateDir);
   writeFileAtomic(join(dir, 'snapshot.msgpack'), encodeSnapshot(generateRecords({ records: 50, seed: 4, now: Math.floor(Date.now() / 1000) }), Math.floor(Date.now() / 1000)));
   writeFileSync(join(dir, 'keys.json'), JSON.stringify({ keys: [{ key: 'kept', limits: { per_window: null } }] }));
-  // Root writes anywhere, so as root the server runs as nobody, which may read but not write.
+  // Root writes anywhere: as root the server runs as nobody, which may read
+  // but not write the folder, if nobody can read this project at all. If not
+  // (a private checkout), the state goes under /proc, where no one may create a file.
   const asRoot = process.getuid?.() === 0;
+  const NOBODY = { uid: 65534, gid: 65534 };
+  const nobodyReads = asRoot && spawnSync(process.execPath, ['-e', `require('fs').accessSync(${JSON.stringify(CLI)})`], NOBODY).status === 0;
   chmodSync(dir, 0o755);
   for (const f of ['snapshot.msgpack', 'keys.json']) chmodSync(join(dir, f), 0o644);
   chmodSync(stateDir, 0o555);
+  const statePath = asRoot && !nobodyReads ? '/proc/self/usage.json' : join(stateDir, 'usage.json');
   const port = String(23000 + Math.floor(Math.random() * 20000));
   const child = runCli(
-    ['serve', '--snapshot', join(dir, 'snapshot.msgpack'), '--keys', join(dir, 'keys.json'), '--port', port, '--host', '127.0.0.1', '--state', join(stateDir, 'usage.json')],
+    ['serve', '--snapshot', join(dir, 'snapshot.msgpack'), '--keys', join(dir, 'keys.json'), '--port', port, '--host', '127.0.0.1', '--state', statePath],
     {},
-    asRoot ? { uid: 65534, gid: 65534 } : undefined,
+    nobodyReads ? NOBODY : undefined,
   );
   try {
     await eventually(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, 10_000, 'ready');
