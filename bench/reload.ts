@@ -44,6 +44,7 @@ const publish = (v: number) => publisher.stdin!.write(`${versions[v]} ${path}\n`
 try {
   publish(0);
   await feed.start();
+  while (swapped === 0) await sleep(5);
   await sleep(500);
   gc();
   await sleep(200);
