@@ -32,7 +32,7 @@ export interface ServeOptions {
   follow?: FollowOptions;
 }
 
-export const DEFAULT_CACHE_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_CACHE_BYTES = 128 * 1024 * 1024;
 export const DEFAULT_METRICS_ALLOW = ['127.0.0.0/8', '::1'];
 const DRAIN_LIMIT_MS = 10_000;
 

@@ -4,7 +4,7 @@ import { DEFAULT_CACHE_BYTES, startServer, type RunningServer, type ServeOptions
 import { integerOption, parseOptions } from './args.js';
 
 export const SERVE_USAGE = `proxylist serve --snapshot FILE --keys FILE [--port 8080] [--host 0.0.0.0] [--state FILE]
-                [--trust-proxy ADDR,...] [--metrics-allow CIDR,...] [--log-level info] [--access-log] [--cache-mb 64]
+                [--trust-proxy ADDR,...] [--metrics-allow CIDR,...] [--log-level info] [--access-log] [--cache-mb 128]
   environment: PROXYLIST_SNAPSHOT PROXYLIST_KEYS PORT HOST PROXYLIST_STATE PROXYLIST_TRUST_PROXY`;
 
 /** Options from the command line, each falling back to its environment variable (API.md 4). */

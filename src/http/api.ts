@@ -7,12 +7,12 @@ import { parsePlan } from '../query/parse.js';
 import { planKey, type Plan } from '../query/plan.js';
 import { readQuery } from '../query/query-string.js';
 import { execute } from '../query/execute.js';
-import { renderBody } from '../render/body.js';
+import { narrowJson, renderBody } from '../render/body.js';
 import { OutputBuffer } from '../render/output-buffer.js';
 import { DEFAULT_SERVICES } from '../snapshot/format.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { Metrics } from './metrics.js';
-import type { ResponseCache } from './response-cache.js';
+import type { CachedBody, ResponseCache } from './response-cache.js';
 import { send, sendError, type Headers } from './send.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 
@@ -44,6 +44,18 @@ function wireBytes(s: string): number {
   return Buffer.byteLength(s) - 2 * replaced;
 }
 
+/** How many of the ascending `rows` are below `end`. */
+function countBelow(rows: Uint32Array, end: number): number {
+  let lo = 0;
+  let hi = rows.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (rows[mid] < end) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** True when the request target (path, `?`, query) is longer than 8192 bytes. */
 export function targetTooLong(url: string, query: string | undefined): boolean {
   const chars = url.length + (query === undefined ? 0 : query.length + 1);
@@ -58,6 +70,11 @@ export function targetTooLong(url: string, query: string | undefined): boolean {
  */
 export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRequest, head: boolean) => void {
   const out = new OutputBuffer();
+  /** Sends a body rendered into `out`, keeping a copy in the cache if it fits. */
+  const sendAndKeep = (res: HttpResponse, headers: Headers, head: boolean, key: string, entry: CachedBody): void => {
+    const kept = deps.cache.put(key, entry, false);
+    send(res, '200 OK', headers, kept ?? entry.bytes, head, kept === undefined);
+  };
   return (res, req, head) => {
     const query = req.getQuery();
     if (targetTooLong(req.getUrl(), query)) return sendError(res, '414 URI Too Long', 'Request URI too long', head);
@@ -93,16 +110,41 @@ export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRe
     const nowS = Math.floor(nowMs / 1000);
     const end = store.prefixEnd(nowS - plan.time);
     const headers = rate.length > 0 ? [...SUCCESS_HEADERS[plan.get], ...rate] : SUCCESS_HEADERS[plan.get];
-    // The envelope carries the time to the second, so wrapped bodies are cached per second.
-    const key = deps.cache.enabled ? `${store.source.generation}|${end}|${plan.json && plan.wrap ? nowS : ''}|${planKey(plan)}` : '';
-    const cached = deps.cache.enabled ? deps.cache.get(key) : undefined;
-    if (cached) return send(res, '200 OK', headers, cached, head, false);
+    if (!deps.cache.enabled) {
+      out.reset();
+      const n = execute(store, plan, end);
+      renderBody(out, store, plan, store.scratch.rows, n, nowMs);
+      return send(res, '200 OK', headers, out.view(), head, true);
+    }
+
+    // The envelope carries the count and the time to the second, so wrapped
+    // bodies are cached per window and second. Bare bodies are cached per
+    // query, with the window they were selected from: as time moves on, the
+    // window only narrows, and rows are freshest first, so the answer for a
+    // narrower window is the cached rows below its end.
+    const wrapped = plan.json && plan.wrap;
+    const key = `${store.source.generation}|${wrapped ? `${end}|${nowS}` : ''}|${planKey(plan)}`;
+    const cached = deps.cache.get(key);
+    if (cached && cached.end === end) return send(res, '200 OK', headers, cached.bytes, head, false);
+    if (cached?.rows && end < cached.end) {
+      const k = countBelow(cached.rows, end);
+      if (k === cached.rows.length) return send(res, '200 OK', headers, cached.bytes, head, false);
+      const rows = cached.rows.slice(0, k);
+      if (cached.ends) {
+        const bytes = narrowJson(store, plan, cached.bytes, cached.ends, k);
+        deps.cache.put(key, { bytes, end, rows, ends: cached.ends.slice(0, k) }, true);
+        return send(res, '200 OK', headers, bytes, head, false);
+      }
+      out.reset();
+      renderBody(out, store, plan, rows, k, nowMs);
+      return sendAndKeep(res, headers, head, key, { bytes: out.view(), end, rows, ends: null });
+    }
 
     out.reset();
     const n = execute(store, plan, end);
-    renderBody(out, store, plan, store.scratch.rows, n, nowMs);
-    const body = out.view();
-    const kept = deps.cache.enabled ? deps.cache.put(key, body) : undefined;
-    send(res, '200 OK', headers, kept ?? body, head, kept === undefined);
+    const rows = wrapped ? null : store.scratch.rows.slice(0, n);
+    const ends = plan.json && !wrapped ? new Uint32Array(n) : null;
+    renderBody(out, store, plan, store.scratch.rows, n, nowMs, ends);
+    sendAndKeep(res, headers, head, key, { bytes: out.view(), end, rows, ends });
   };
 }

@@ -1,18 +1,35 @@
 import { LRUCache } from 'lru-cache';
 
+/** A cached /api body, and what lets a narrower time window reuse it. */
+export interface CachedBody {
+  bytes: Uint8Array;
+  /** The end of the time-window prefix the rows were selected from. */
+  end: number;
+  /** The selected rows, ascending; null where a narrower window cannot reuse the body (the envelope). */
+  rows: Uint32Array | null;
+  /** Bare JSON: where each row's record ends in `bytes`. */
+  ends: Uint32Array | null;
+}
+
 /**
- * Whole /api bodies, bounded by bytes. The key carries the store generation,
- * so a swapped-in snapshot can never be answered from an older one's bytes;
- * the cache is also emptied on every swap to free them at once.
+ * Whole /api bodies, bounded by bytes (rows and ends included). The key
+ * carries the store generation, so a swapped-in snapshot can never be
+ * answered from an older one's bytes; the cache is also emptied on every
+ * swap to free them at once. A body may take up to half of the cache: the
+ * full dumps are the bodies most worth keeping.
  */
 export class ResponseCache {
   hits = 0;
   misses = 0;
-  private readonly lru: LRUCache<string, Uint8Array> | null;
+  private readonly lru: LRUCache<string, CachedBody> | null;
 
   constructor(maxBytes: number) {
     this.lru = maxBytes > 0
-      ? new LRUCache<string, Uint8Array>({ maxSize: maxBytes, maxEntrySize: Math.max(1, Math.floor(maxBytes / 8)), sizeCalculation: (body) => Math.max(1, body.length) })
+      ? new LRUCache<string, CachedBody>({
+        maxSize: maxBytes,
+        maxEntrySize: Math.max(1, Math.floor(maxBytes / 2)),
+        sizeCalculation: (e) => Math.max(1, e.bytes.length + (e.rows?.byteLength ?? 0) + (e.ends?.byteLength ?? 0)),
+      })
       : null;
   }
 
@@ -24,19 +41,22 @@ export class ResponseCache {
     return this.lru?.calculatedSize ?? 0;
   }
 
-  get(key: string): Uint8Array | undefined {
-    const body = this.lru?.get(key);
-    if (body) this.hits++;
+  get(key: string): CachedBody | undefined {
+    const entry = this.lru?.get(key);
+    if (entry) this.hits++;
     else this.misses++;
-    return body;
+    return entry;
   }
 
-  /** Stores a copy of `body` if it fits; returns the bytes to send (the copy, or undefined). */
-  put(key: string, body: Uint8Array): Uint8Array | undefined {
-    if (!this.lru || body.length > this.lru.maxEntrySize) return undefined;
-    const copy = body.slice();
-    this.lru.set(key, copy);
-    return copy;
+  /**
+   * Stores `entry` if it fits, copying its bytes unless `owned` (they are the
+   * caller's to give); returns the bytes to send (the stored ones, or undefined).
+   */
+  put(key: string, entry: CachedBody, owned: boolean): Uint8Array | undefined {
+    if (!this.lru || entry.bytes.length > this.lru.maxEntrySize) return undefined;
+    const stored = owned ? entry : { ...entry, bytes: entry.bytes.slice() };
+    this.lru.set(key, stored);
+    return this.lru.has(key) ? stored.bytes : undefined;
   }
 
   clear(): void {

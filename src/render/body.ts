@@ -2,7 +2,7 @@ import { formatIsoOffset } from '../core/service-time.js';
 import type { Plan } from '../query/plan.js';
 import { ANONS, TYPES } from '../snapshot/format.js';
 import type { Store } from '../store/store.js';
-import { renderJson } from './json.js';
+import { containerClose, emptyContainer, renderJson, type JsonShape } from './json.js';
 import type { OutputBuffer } from './output-buffer.js';
 import { renderTxt } from './txt.js';
 
@@ -25,15 +25,23 @@ export function envelopeFilters(plan: Plan): Record<string, unknown> {
   return f;
 }
 
-/** Writes the body of a successful /api response for the selected `rows[0..n)`. */
-export function renderBody(out: OutputBuffer, store: Store, plan: Plan, rows: Uint32Array, n: number, nowMs: number): void {
+/** The JSON shape of a plan's records. */
+export function jsonShape(plan: Plan): JsonShape {
+  return { fields: plan.fields, splitIp: plan.splitIp, pretty: plan.pretty, format: plan.format, depth: plan.wrap ? 2 : 1 };
+}
+
+/**
+ * Writes the body of a successful /api response for the selected `rows[0..n)`.
+ * With `ends` (bare JSON only), the position after each record is recorded there.
+ */
+export function renderBody(out: OutputBuffer, store: Store, plan: Plan, rows: Uint32Array, n: number, nowMs: number, ends: Uint32Array | null = null): void {
   if (!plan.json) {
     renderTxt(out, store, rows, n, plan.typePrefix);
     return;
   }
-  const shape = { fields: plan.fields, splitIp: plan.splitIp, pretty: plan.pretty, format: plan.format, depth: plan.wrap ? 2 : 1 };
+  const shape = jsonShape(plan);
   if (!plan.wrap) {
-    renderJson(out, store, rows, n, shape, plan.lang);
+    renderJson(out, store, rows, n, shape, plan.lang, ends);
     return;
   }
   // The envelope is small: JSON.stringify writes it around a placeholder for `data`.
@@ -43,4 +51,19 @@ export function renderBody(out: OutputBuffer, store: Store, plan: Plan, rows: Ui
   out.append(Buffer.from(text.slice(0, at)));
   renderJson(out, store, rows, n, shape, plan.lang);
   out.append(Buffer.from(text.slice(at + 1)));
+}
+
+/**
+ * The body for the first `k` records of a bare JSON body whose records end
+ * at `ends`: its bytes up to the k-th record, then the container's close.
+ */
+export function narrowJson(store: Store, plan: Plan, bytes: Uint8Array, ends: Uint32Array, k: number): Uint8Array {
+  const shape = jsonShape(plan);
+  if (k === 0) return emptyContainer(shape);
+  const close = containerClose(store, shape);
+  const cut = ends[k - 1];
+  const body = new Uint8Array(cut + close.length);
+  body.set(bytes.subarray(0, cut));
+  body.set(close, cut);
+  return body;
 }

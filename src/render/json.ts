@@ -83,8 +83,22 @@ function buildTemplate(store: Store, shape: JsonShape): Template {
 
 const EMPTY = { array: enc('[]'), object: enc('{}') };
 
-/** Writes the array or object of `rows[0..n)`. */
-export function renderJson(out: OutputBuffer, store: Store, rows: Uint32Array, n: number, shape: JsonShape, lang: 'ru' | 'en'): void {
+/** The bytes that close the array or object of records of this shape. */
+export function containerClose(store: Store, shape: JsonShape): Uint8Array {
+  return templateFor(store, shape).containerClose;
+}
+
+/** The whole body for no records. */
+export function emptyContainer(shape: JsonShape): Uint8Array {
+  return EMPTY[shape.format];
+}
+
+/**
+ * Writes the array or object of `rows[0..n)`. With `ends`, the position after
+ * each record is recorded there: the first k records, then the container's
+ * close, are the body for `rows[0..k)`.
+ */
+export function renderJson(out: OutputBuffer, store: Store, rows: Uint32Array, n: number, shape: JsonShape, lang: 'ru' | 'en', ends: Uint32Array | null = null): void {
   if (n === 0) {
     out.append(EMPTY[shape.format]);
     return;
@@ -94,6 +108,6 @@ export function renderJson(out: OutputBuffer, store: Store, rows: Uint32Array, n
   const buf = out.reserve(2 + n * t.rowBound + t.containerClose.length);
   let pos = out.pos;
   buf[pos++] = shape.format === 'object' ? 123 : 91;
-  pos = t.writeRows(buf, pos, rows, n, store, lang);
+  pos = t.writeRows(buf, pos, rows, n, store, lang, ends);
   out.pos = copyBytes(buf, pos, t.containerClose, 0, t.containerClose.length);
 }

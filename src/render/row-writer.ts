@@ -6,9 +6,10 @@ import type { Store } from '../store/store.js';
  * byte stores, the field order is unrolled, and no per-field dispatch is
  * left in the loop, which more than halves the cost of a row against a
  * generic loop. The generated source holds only numbers and fixed names:
- * no text from a request or a snapshot ever becomes code.
+ * no text from a request or a snapshot ever becomes code. With `ends`, the
+ * position after each row is recorded there.
  */
-export type RowWriter = (buf: Uint8Array, pos: number, rows: Uint32Array, n: number, store: Store, lang: 'ru' | 'en') => number;
+export type RowWriter = (buf: Uint8Array, pos: number, rows: Uint32Array, n: number, store: Store, lang: 'ru' | 'en', ends: Uint32Array | null) => number;
 
 export interface RowShape {
   /** Field codes: 0..9 the record fields in canonical order, 10 + i service i. */
@@ -62,9 +63,9 @@ export function compileRowWriter(shape: RowShape, constants: { TYPE_JSON: Uint8A
   body.push('const ls=lineOff[r];const ae=lineOff[r+1]-1;const ie=ls+ipLen[r];');
   if (shape.object) body.push(copy('lines', 'ls', 'ae'), bytes(shape.afterAddress));
   shape.codes.forEach((code, k) => body.push(bytes(shape.keys[k]), valueCode(code, shape.splitIp)));
-  body.push(shape.codes.length === 0 ? 'buf[pos++]=125;' : bytes(shape.close), '}', 'return pos;');
+  body.push(shape.codes.length === 0 ? 'buf[pos++]=125;' : bytes(shape.close), 'if(ends!==null)ends[i]=pos;', '}', 'return pos;');
   const source = `"use strict";
-return function writeRows(buf, pos, rows, n, store, lang) {
+return function writeRows(buf, pos, rows, n, store, lang, ends) {
   const c = store.c;
   const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   const lines = c.lines.bytes, lineOff = c.lines.off, ipLen = c.ipLen;

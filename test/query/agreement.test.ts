@@ -59,3 +59,35 @@ for (const cache of [true, false]) {
 
   test.run();
 }
+
+const moving = suite<{ t: TestServer }>('agreement while the window moves (cache on)');
+moving.before(async (ctx) => {
+  ctx.t = await startTestServer({ snapshot });
+});
+moving.after((ctx) => ctx.t.close());
+
+moving('second by second, with jumps and a clock set back, cached and narrowed bodies stay exact', async ({ t }) => {
+  const city = records.find((r) => r.city?.en)!.city!.en!;
+  const watched = [
+    '', 'type_prefix=1', 'type=http,socks5&count=40',
+    'get=json', 'get=json&pretty=0&fields=ip,ping,city', 'get=json&format=object&pretty=0', 'get=json&split_ip=1&count=25&anon=elite',
+    `get=json&city=${encodeURIComponent(city)}&lang=en`, 'get=json&wrap=1&pretty=0&count=30', 'get=json&time=120&pretty=0', 'get=json.file&works=50',
+  ];
+  const steps = [...Array(20).fill(1000), 45_000, 1000, 300_000, 1000, -400_000, 1000, 1000, 200_000];
+  let narrowed = 0;
+  for (const step of steps) {
+    if (step < 0) t.clock.set(t.clock.nowMs() + step);
+    else t.clock.advance(step);
+    for (const q of watched) {
+      const hits = t.server.cache.hits;
+      const body = await (await t.api(q)).text();
+      const want = reference.answer(`key=x&${q}`, t.clock.nowMs()).body;
+      if (body !== want) assert.fixture(body, want, `?${q} at +${t.clock.nowMs() / 1000 - TEST_NOW_S} s`);
+      if (t.server.cache.hits > hits) narrowed++;
+    }
+  }
+  // Most answers after the first round came from a cached body, whole or narrowed.
+  assert.ok(narrowed > steps.length * watched.length * 0.6, `${narrowed} answers from the cache`);
+});
+
+moving.run();
