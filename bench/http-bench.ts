@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BENCH_KEY, CLI, generateSnapshot, sleep, startPinned, stop, waitFor, wrkMedian, writeBenchKeys, type WrkResult } from './harness.js';
+import { BENCH_KEY, CLI, generateSnapshot, serverMemory, sleep, startPinned, stop, waitFor, wrkMedian, writeBenchKeys, type WrkResult } from './harness.js';
 import { QUERY_MIX } from './mix.js';
 
 const quick = process.argv.includes('--quick');
@@ -86,7 +86,7 @@ async function benchSize(records: number, work: string): Promise<Record<string, 
   const serverPort = basePort;
 
   const server = startPinned(process.execPath, [CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(serverPort), '--host', '127.0.0.1', '--log-level', 'warn']);
-  const rows: Array<{ name: string } & WrkResult & { runs_rps: number[] }> = [];
+  const rows: Array<{ name: string; rss_mb?: number; heap_used_mb?: number } & WrkResult & { runs_rps: number[] }> = [];
   try {
     await waitFor(`http://127.0.0.1:${serverPort}/health`, 120_000, (s) => s === 200);
     mkdirSync(join(work, 'bodies'), { recursive: true });
@@ -124,8 +124,10 @@ async function benchSize(records: number, work: string): Promise<Record<string, 
         else if (c.start) await verify(c.name, c.port, serverPort, paths);
         wrkMedian(c.port, paths, 2, 1, work); // warm-up
         const r = wrkMedian(c.port, paths, SECONDS, RUNS, work);
-        rows.push({ name: c.name, ...r });
-        console.error(`[${records}] ${c.name}: ${r.rps} req/s (runs ${r.runs_rps.join(', ')}), p99 ${r.p99_ms} ms`);
+        // This server's memory after the runs, its response cache filled (T10 under load).
+        const memory = c.name.startsWith('proxylist') ? await serverMemory(c.port) : {};
+        rows.push({ name: c.name, ...r, ...memory });
+        console.error(`[${records}] ${c.name}: ${r.rps} req/s (runs ${r.runs_rps.join(', ')}), p99 ${r.p99_ms} ms ${JSON.stringify(memory)}`);
       } finally {
         if (proc) await stop(proc);
       }
