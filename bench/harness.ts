@@ -1,6 +1,7 @@
 /** Shared pieces of the benchmarks: processes pinned to cores, readiness, wrk runs. */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { get } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -113,9 +114,19 @@ export function startWrk(port: number, paths: readonly string[], workDir: string
   };
 }
 
-/** Resident and heap bytes of a server, from its own /metrics. */
+/**
+ * Resident and heap bytes of a server, from its own /metrics. On a connection
+ * of its own: a pooled one may have been closed as idle by the server.
+ */
 export async function serverMemory(port: number): Promise<{ rss_mb: number; heap_used_mb: number }> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const text = await new Promise<string>((resolve, reject) => {
+    get(`http://127.0.0.1:${port}/metrics`, { agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve(body));
+    }).on('error', reject);
+  });
   const read = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)![1]);
   return {
     rss_mb: Math.round(read('proxylist_process_resident_memory_bytes') / 1e5) / 10,
