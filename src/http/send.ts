@@ -50,8 +50,13 @@ export const streaming = new Map<HttpResponse, Pending>();
  */
 const PUSH_INTERVAL_MS = 1000;
 /** A client that has taken no byte for this long is left to the timeout. */
-export const STALL_LIMIT_MS = 60_000;
+const STALL_LIMIT_MS = 60_000;
 let pusher: NodeJS.Timeout | null = null;
+
+/** Offers the socket the rest of a pending body from `offset`: [more may be written now, finished]. */
+function sendRest(res: HttpResponse, p: Pending, offset: number): [boolean, boolean] {
+  return res.tryEnd(p.rest.subarray(offset - p.restBase), p.total);
+}
 
 /** Tries to send more of a pending body; false once it is finished or given up. */
 function push(res: HttpResponse, p: Pending, nowMs: number): boolean {
@@ -65,7 +70,7 @@ function push(res: HttpResponse, p: Pending, nowMs: number): boolean {
   }
   let finished = false;
   res.cork(() => {
-    [, finished] = res.tryEnd(p.rest.subarray(offset - p.restBase), p.total);
+    [, finished] = sendRest(res, p, offset);
   });
   return !finished;
 }
@@ -114,7 +119,7 @@ export function send(res: HttpResponse, status: string, headers: Headers, body: 
     pusher ??= setInterval(pushAll, PUSH_INTERVAL_MS).unref();
     res.onWritable((offset: number) => {
       if (res.aborted) return true;
-      const [more, finished] = res.tryEnd(pending.rest.subarray(offset - pending.restBase), total);
+      const [more, finished] = sendRest(res, pending, offset);
       if (finished) streaming.delete(res);
       return more;
     });

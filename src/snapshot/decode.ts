@@ -133,8 +133,8 @@ interface TopLevel {
   end: number;
 }
 
-/** The top-level entries whose values are decoded; any other value is stepped over, undecoded. */
-const TOP_LEVEL_KEYS = new Set(['format', 'version', 'generated_at', 'services']);
+/** The top-level entries whose values are decoded (a `proxies` that is no array, to be refused); any other value is stepped over. */
+const TOP_LEVEL_KEYS = new Set(['format', 'version', 'generated_at', 'services', 'proxies']);
 
 /** True when the value at pos is a MessagePack string (fixstr, str8, str16, str32). */
 function isString(b: Uint8Array, pos: number): boolean {
@@ -166,7 +166,7 @@ function readTopLevel(bytes: Buffer): TopLevel {
       // Records wait until the services they may name are known.
       proxiesLast = i === map[0] - 1;
       pos = proxiesLast ? proxies.at : skipValue(bytes, pos);
-    } else if (typeof key === 'string' && (TOP_LEVEL_KEYS.has(key) || key === 'proxies')) {
+    } else if (typeof key === 'string' && TOP_LEVEL_KEYS.has(key)) {
       const value = decodeOne(bytes, pos);
       top[key] = value.value;
       pos = value.end;

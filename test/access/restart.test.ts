@@ -4,7 +4,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { exitWithin, runCli, type Child } from '../helpers/cli.js';
+import { type Child, exitWithin, randomPort, runCli, untilReady } from '../helpers/cli.js';
 import { eventually, tempDir } from '../helpers/server.js';
 
 /** Usage survives a restart: real processes, real signals, a real state file. */
@@ -16,9 +16,9 @@ writeFileAtomic(snapshot, encodeSnapshot(generateRecords({ records: 100, seed: 2
 writeFileSync(keys, JSON.stringify({ keys: [{ key: 'five', limits: { per_window: null, daily: 5 } }] }));
 
 async function serve(state: string): Promise<{ child: Child; port: string }> {
-  const port = String(23000 + Math.floor(Math.random() * 20000));
+  const port = randomPort();
   const child = runCli(['serve', '--snapshot', snapshot, '--keys', keys, '--port', port, '--host', '127.0.0.1', '--state', state]);
-  await eventually(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, 10000, 'ready');
+  await untilReady(port);
   return { child, port };
 }
 const ask = async (port: string) => (await fetch(`http://127.0.0.1:${port}/api?key=five&count=1`)).status;

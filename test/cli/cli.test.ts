@@ -2,8 +2,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { exitWithin, runCli } from '../helpers/cli.js';
-import { eventually, tempDir } from '../helpers/server.js';
+import { exitWithin, randomPort, runCli, untilReady } from '../helpers/cli.js';
+import { tempDir } from '../helpers/server.js';
 
 const test = suite('command line');
 
@@ -54,9 +54,9 @@ test('serve takes its settings from the environment and stops gracefully on SIGT
   assert.is(await exitWithin(runCli(['snapshot', 'generate', '--records', '500', '--out', snapshot]), 20000), 0);
   writeFileSync(keys, JSON.stringify({ keys: [{ key: 'k1' }] }));
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    const port = String(22000 + Math.floor(Math.random() * 20000));
+    const port = randomPort();
     const child = runCli(['serve'], { PROXYLIST_SNAPSHOT: snapshot, PROXYLIST_KEYS: keys, PORT: port, HOST: '127.0.0.1' });
-    await eventually(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, 10000, 'ready');
+    await untilReady(port);
     assert.is((await fetch(`http://127.0.0.1:${port}/api?key=k1&count=1`)).status, 200);
     child.proc.kill(signal);
     assert.is(await exitWithin(child, 15000), 0, `exit code after ${signal}`);

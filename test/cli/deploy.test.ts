@@ -5,8 +5,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { exitWithin, runCli } from '../helpers/cli.js';
-import { eventually, tempDir } from '../helpers/server.js';
+import { exitWithin, randomPort, runCli, untilReady } from '../helpers/cli.js';
+import { tempDir } from '../helpers/server.js';
 
 /**
  * The systemd unit in deploy/ runs the server as written: its environment and
@@ -42,11 +42,11 @@ test('its command line and environment start a server that serves, saves usage w
   const exec = settings('ExecStart')[0].split(/\s+/);
   assert.match(exec[1], /dist\/src\/cli\/main\.js$/);
   const args = exec.slice(2);
-  const port = String(23000 + Math.floor(Math.random() * 20000));
+  const port = randomPort();
   args[args.indexOf('--port') + 1] = port;
   const child = runCli(args, env);
   try {
-    await eventually(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, 10_000, 'ready');
+    await untilReady(port);
     assert.is((await fetch(`http://127.0.0.1:${port}/api?key=k&count=1`)).status, 200);
   } finally {
     child.proc.kill(settings('KillSignal')[0] as NodeJS.Signals);

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { eventually } from './server.js';
 
 /** The built command line, started the way a user starts it. */
 export const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
@@ -36,4 +37,12 @@ export async function exitWithin(child: Child, ms: number): Promise<number | nul
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A port for a server started as a process: the kernel's free-port pick cannot be handed to a child. */
+export const randomPort = (): string => String(23000 + Math.floor(Math.random() * 20000));
+
+/** Waits until the server on `port` answers /health with 200 (API.md 4: ready). */
+export function untilReady(port: string | number, ms = 10_000): Promise<void> {
+  return eventually(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, ms, 'ready');
 }
