@@ -1,6 +1,6 @@
 import { ANONS, RECORD_FIELDS, TYPES } from '../snapshot/format.js';
 import type { Store } from '../store/store.js';
-import { utf8 as enc } from '../store/encode.js';
+import { packStrings, utf8 as enc } from '../store/encode.js';
 import { copyBytes, type OutputBuffer } from './output-buffer.js';
 import { compileRowWriter, type RowWriter } from './row-writer.js';
 
@@ -11,9 +11,9 @@ import { compileRowWriter, type RowWriter } from './row-writer.js';
  * copy of bytes the store encoded at build time.
  */
 
-const TYPE_JSON = TYPES.map((t) => enc(JSON.stringify(t)));
-const ANON_JSON = ANONS.map((a) => enc(JSON.stringify(a)));
-const WORKS_JSON = Array.from({ length: 101 }, (_, w) => enc(`"${w}"`));
+const TYPE_JSON = packStrings(TYPES.map((t) => JSON.stringify(t)));
+const ANON_JSON = packStrings(ANONS.map((a) => JSON.stringify(a)));
+const WORKS_JSON = packStrings(Array.from({ length: 101 }, (_, w) => `"${w}"`));
 
 // Field codes: RECORD_FIELDS indexes, then SERVICE + service index.
 const F = Object.fromEntries(RECORD_FIELDS.map((f, i) => [f, i])) as Record<(typeof RECORD_FIELDS)[number], number>;

@@ -1,10 +1,14 @@
 import { TYPES } from '../snapshot/format.js';
+import { MAX_LINE_BYTES } from '../store/columns.js';
 import type { Store } from '../store/store.js';
-import { utf8 } from '../store/encode.js';
-import { copyBytes, type OutputBuffer } from './output-buffer.js';
+import { packStrings } from '../store/encode.js';
+import { copyWords, dataView, type OutputBuffer } from './output-buffer.js';
 
-const PREFIX = TYPES.map((t) => utf8(`${t}://`));
-const MAX_PREFIX = Math.max(...PREFIX.map((p) => p.length));
+const PREFIX = packStrings(TYPES.map((t) => `${t}://`));
+const PREFIX_VIEW = dataView(PREFIX.bytes);
+const MAX_PREFIX = Math.max(...TYPES.map((t) => t.length + 3));
+/** Runs longer than this are copied with `set`, whose fixed cost then pays off. */
+const LONG_RUN = 64;
 
 /**
  * One `ip:port\n` (or `type://ip:port\n`) per row. The store keeps the lines
@@ -12,26 +16,32 @@ const MAX_PREFIX = Math.max(...PREFIX.map((p) => p.length));
  */
 export function renderTxt(out: OutputBuffer, store: Store, rows: Uint32Array, n: number, typePrefix: boolean): void {
   const { bytes, off } = store.c.lines;
-  const type = store.c.type;
+  const lines = dataView(bytes);
+  // One reservation for the worst case: no growth check per row.
+  const buf = out.reserve(n * (MAX_LINE_BYTES + (typePrefix ? MAX_PREFIX : 0)));
+  const dv = dataView(buf);
+  let pos = out.pos;
   if (typePrefix) {
+    const type = store.c.type;
     for (let i = 0; i < n; i++) {
       const r = rows[i];
-      const start = off[r];
-      const end = off[r + 1];
-      const buf = out.reserve(MAX_PREFIX + end - start);
-      const prefix = PREFIX[type[r]];
-      const pos = copyBytes(buf, out.pos, prefix, 0, prefix.length);
-      out.pos = copyBytes(buf, pos, bytes, start, end);
+      const t = type[r];
+      pos = copyWords(dv, pos, PREFIX_VIEW, PREFIX.off[t], PREFIX.off[t + 1]);
+      pos = copyWords(dv, pos, lines, off[r], off[r + 1]);
     }
-    return;
+  } else {
+    let i = 0;
+    while (i < n) {
+      let j = i + 1;
+      while (j < n && rows[j] === rows[j - 1] + 1) j++;
+      const start = off[rows[i]];
+      const end = off[rows[j - 1] + 1];
+      if (end - start > LONG_RUN) {
+        buf.set(bytes.subarray(start, end), pos);
+        pos += end - start;
+      } else pos = copyWords(dv, pos, lines, start, end);
+      i = j;
+    }
   }
-  let i = 0;
-  while (i < n) {
-    let j = i + 1;
-    while (j < n && rows[j] === rows[j - 1] + 1) j++;
-    const start = off[rows[i]];
-    const end = off[rows[j - 1] + 1];
-    out.pos = copyBytes(out.reserve(end - start), out.pos, bytes, start, end);
-    i = j;
-  }
+  out.pos = pos;
 }

@@ -3,7 +3,7 @@ import { ANONS, DEFAULT_SERVICES, TYPES } from '../snapshot/format.js';
 import { RecordDecoder } from '../snapshot/record-decoder.js';
 import { formatTimecheck } from '../core/service-time.js';
 import { newFamily, member, setBit } from './bitset.js';
-import type { ByteStrings, StoreColumns, StoreMeta } from './columns.js';
+import { MAX_LINE_BYTES, type ByteStrings, type StoreColumns, type StoreMeta } from './columns.js';
 import { packStrings, writeAscii, writeIPv4, writeUint } from './encode.js';
 import { radixSortIndices, uint32Digits } from './radix-sort.js';
 
@@ -193,7 +193,7 @@ export function buildStore(x: RecordExtractor, generatedAt: number): { columns: 
   }
 
   const ipLen = new Uint8Array(rows);
-  const lines = byteStrings(rows, 22, (buf, pos, r) => {
+  const lines = byteStrings(rows, MAX_LINE_BYTES, (buf, pos, r) => {
     const start = pos;
     pos = writeIPv4(buf, pos, c.ip[r]);
     ipLen[r] = pos - start;

@@ -1,5 +1,8 @@
 import type { BitsetFamily } from './bitset.js';
 
+/** The longest `ip:port\n`: `255.255.255.255:65535\n`. */
+export const MAX_LINE_BYTES = 22;
+
 /** Variable-length byte strings, one per item: item i is bytes[off[i] .. off[i+1]). */
 export interface ByteStrings {
   bytes: Uint8Array;

@@ -38,8 +38,8 @@ export class Store {
   /** Longest city literal and ping text, bounding a row's rendered size. */
   readonly maxCityJson: number;
   readonly maxPingText: number;
-  /** `"XX"` per country id. */
-  readonly countryJson: Uint8Array[];
+  /** `"XX"` per country id, 4 bytes each. */
+  readonly countryJson: Uint8Array;
   readonly scratch: { rows: Uint32Array; cityBits: Uint32Array; ipBits: Uint32Array; addrStamp: Uint32Array; stamp: number };
 
   constructor(readonly c: StoreColumns, readonly meta: StoreMeta, readonly source: StoreSource) {
@@ -63,7 +63,7 @@ export class Store {
     this.serviceSets = meta.services.map((_, i) => member(c.serviceBits, i));
     this.maxCityJson = Math.max(longest(c.cityJsonRu), longest(c.cityJsonEn));
     this.maxPingText = meta.maxPingText;
-    this.countryJson = meta.countries.map((code) => utf8(`"${code}"`));
+    this.countryJson = utf8(meta.countries.map((code) => `"${code}"`).join(''));
     this.scratch = { rows: c.scratchRows, cityBits: c.scratchCityBits, ipBits: c.scratchIpBits, addrStamp: c.scratchAddrStamp, stamp: 0 };
   }
 
