@@ -7,12 +7,12 @@ import { parsePlan } from '../query/parse.js';
 import { planKey, type Plan } from '../query/plan.js';
 import { readQuery } from '../query/query-string.js';
 import { execute } from '../query/execute.js';
-import { narrowJson, renderBody } from '../render/body.js';
+import { narrowBody, renderBody } from '../render/body.js';
 import { OutputBuffer } from '../render/output-buffer.js';
 import { DEFAULT_SERVICES } from '../snapshot/format.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { Metrics } from './metrics.js';
-import type { CachedBody, ResponseCache } from './response-cache.js';
+import type { ResponseCache } from './response-cache.js';
 import { send, sendError, type Headers } from './send.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 
@@ -70,11 +70,6 @@ export function targetTooLong(url: string, query: string | undefined): boolean {
  */
 export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRequest, head: boolean) => void {
   const out = new OutputBuffer();
-  /** Sends a body rendered into `out`, keeping a copy in the cache if it fits. */
-  const sendAndKeep = (res: HttpResponse, headers: Headers, head: boolean, key: string, entry: CachedBody): void => {
-    const kept = deps.cache.put(key, entry, false);
-    send(res, '200 OK', headers, kept ?? entry.bytes, head, kept === undefined);
-  };
   return (res, req, head) => {
     const query = req.getQuery();
     if (targetTooLong(req.getUrl(), query)) return sendError(res, '414 URI Too Long', 'Request URI too long', head);
@@ -125,19 +120,13 @@ export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRe
     const wrapped = plan.json && plan.wrap;
     const key = `${store.source.generation}|${wrapped ? `${end}|${nowS}` : ''}|${planKey(plan)}`;
     const cached = deps.cache.get(key);
-    if (cached && cached.end === end) return send(res, '200 OK', headers, cached.bytes, head, false);
+    if (cached && cached.end === end) return send(res, '200 OK', headers, cached.bytes, head, false, cached.tail);
     if (cached?.rows && end < cached.end) {
       const k = countBelow(cached.rows, end);
-      if (k === cached.rows.length) return send(res, '200 OK', headers, cached.bytes, head, false);
-      const rows = cached.rows.slice(0, k);
-      if (cached.ends) {
-        const bytes = narrowJson(store, plan, cached.bytes, cached.ends, k);
-        deps.cache.put(key, { bytes, end, rows, ends: cached.ends.slice(0, k) }, true);
-        return send(res, '200 OK', headers, bytes, head, false);
-      }
-      out.reset();
-      renderBody(out, store, plan, rows, k, nowMs);
-      return sendAndKeep(res, headers, head, key, { bytes: out.view(), end, rows, ends: null });
+      if (k === cached.rows.length) return send(res, '200 OK', headers, cached.bytes, head, false, cached.tail);
+      const narrowed = narrowBody(store, plan, { bytes: cached.bytes, rows: cached.rows, ends: cached.ends }, k);
+      deps.cache.put(key, { ...narrowed, end }, true);
+      return send(res, '200 OK', headers, narrowed.bytes, head, false, narrowed.tail);
     }
 
     out.reset();
@@ -145,6 +134,8 @@ export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRe
     const rows = wrapped ? null : store.scratch.rows.slice(0, n);
     const ends = plan.json && !wrapped ? new Uint32Array(n) : null;
     renderBody(out, store, plan, store.scratch.rows, n, nowMs, ends);
-    sendAndKeep(res, headers, head, key, { bytes: out.view(), end, rows, ends });
+    // Sent from the cache's copy when it keeps one: then nothing is copied again for a slow client.
+    const kept = deps.cache.put(key, { bytes: out.view(), tail: null, end, rows, ends }, false);
+    send(res, '200 OK', headers, kept ?? out.view(), head, kept === undefined);
   };
 }

@@ -3,6 +3,8 @@ import { LRUCache } from 'lru-cache';
 /** A cached /api body, and what lets a narrower time window reuse it. */
 export interface CachedBody {
   bytes: Uint8Array;
+  /** Sent after `bytes`: the close of a JSON body narrowed to a view of a wider one. */
+  tail: Uint8Array | null;
   /** The end of the time-window prefix the rows were selected from. */
   end: number;
   /** The selected rows, ascending; null where a narrower window cannot reuse the body (the envelope). */
@@ -28,7 +30,8 @@ export class ResponseCache {
       ? new LRUCache<string, CachedBody>({
         maxSize: maxBytes,
         maxEntrySize: Math.max(1, Math.floor(maxBytes / 2)),
-        sizeCalculation: (e) => Math.max(1, e.bytes.length + (e.rows?.byteLength ?? 0) + (e.ends?.byteLength ?? 0)),
+        // A narrowed entry's views keep their whole buffers alive: those are what it costs.
+        sizeCalculation: (e) => Math.max(1, e.bytes.buffer.byteLength + (e.rows?.buffer.byteLength ?? 0) + (e.ends?.buffer.byteLength ?? 0)),
       })
       : null;
   }
@@ -51,10 +54,14 @@ export class ResponseCache {
   /**
    * Stores `entry` if it fits, copying its bytes unless `owned` (they are the
    * caller's to give); returns the bytes to send (the stored ones, or undefined).
+   * Owned views that use less than half of their buffers are compacted, so a
+   * body narrowed again and again never keeps more than twice its size.
    */
   put(key: string, entry: CachedBody, owned: boolean): Uint8Array | undefined {
     if (!this.lru || entry.bytes.length > this.lru.maxEntrySize) return undefined;
-    const stored = owned ? entry : { ...entry, bytes: entry.bytes.slice() };
+    const stored = owned
+      ? { ...entry, bytes: compact(entry.bytes), rows: entry.rows && compact(entry.rows), ends: entry.ends && compact(entry.ends) }
+      : { ...entry, bytes: entry.bytes.slice() };
     this.lru.set(key, stored);
     return this.lru.has(key) ? stored.bytes : undefined;
   }
@@ -62,4 +69,8 @@ export class ResponseCache {
   clear(): void {
     this.lru?.clear();
   }
+}
+
+function compact<T extends Uint8Array | Uint32Array>(view: T): T {
+  return view.byteLength * 2 < view.buffer.byteLength ? (view.slice() as T) : view;
 }

@@ -32,6 +32,8 @@ interface Pending {
   rest: Uint8Array;
   /** The write offset at which `rest` begins. */
   restBase: number;
+  /** Sent after `rest`. */
+  tail: Uint8Array;
   total: number;
   offset: number;
   progressAtMs: number;
@@ -53,9 +55,16 @@ const PUSH_INTERVAL_MS = 1000;
 const STALL_LIMIT_MS = 60_000;
 let pusher: NodeJS.Timeout | null = null;
 
-/** Offers the socket the rest of a pending body from `offset`: [more may be written now, finished]. */
+/**
+ * Offers the socket the rest of a pending body from `offset`, then its tail:
+ * [more may be written now, finished]. `tryEnd` keeps nothing it could not
+ * write; what it did not take is offered again from the new write offset.
+ */
 function sendRest(res: HttpResponse, p: Pending, offset: number): [boolean, boolean] {
-  return res.tryEnd(p.rest.subarray(offset - p.restBase), p.total);
+  const at = offset - p.restBase;
+  if (at >= p.rest.length) return res.tryEnd(p.tail.subarray(at - p.rest.length), p.total);
+  const [ok, finished] = res.tryEnd(p.rest.subarray(at), p.total);
+  return ok && !finished ? res.tryEnd(p.tail, p.total) : [ok, finished];
 }
 
 /** Tries to send more of a pending body; false once it is finished or given up. */
@@ -84,36 +93,38 @@ function pushAll(): void {
   }
 }
 
+const NO_TAIL = new Uint8Array(0);
+
 /**
- * Writes status, headers and body in one cork. A body the socket cannot take
- * at once is sent in pieces on `onWritable` and by the periodic push; the
- * bytes not yet sent are copied out when `borrowed` (the caller's buffer is
- * reused by the next request).
+ * Writes status, headers and body (then `tail`) in one cork. A body the
+ * socket cannot take at once is sent in pieces on `onWritable` and by the
+ * periodic push; the bytes not yet sent are copied out when `borrowed` (the
+ * caller's buffer is reused by the next request).
  */
-export function send(res: HttpResponse, status: string, headers: Headers, body: Uint8Array, head: boolean, borrowed: boolean): void {
+export function send(res: HttpResponse, status: string, headers: Headers, body: Uint8Array, head: boolean, borrowed: boolean, tail: Uint8Array | null = null): void {
+  const total = body.length + (tail?.length ?? 0);
   lastStatus = status;
-  lastBytes = body.length;
+  lastBytes = total;
   sentCount++;
   res.cork(() => {
     res.writeStatus(status);
     for (const [name, value] of headers) res.writeHeader(name, value);
     if (head) {
-      res.writeHeader('Content-Length', String(body.length));
+      res.writeHeader('Content-Length', String(total));
       res.endWithoutBody();
       return;
     }
-    const total = body.length;
     const base = res.getWriteOffset();
-    const [ok, done] = res.tryEnd(body, total);
-    if (ok || done) return;
-    const sent = res.getWriteOffset() - base;
-    const pending: Pending = {
-      rest: borrowed ? body.slice(sent) : body.subarray(sent),
-      restBase: base + sent,
-      total,
-      offset: base + sent,
-      progressAtMs: performance.now(),
-    };
+    const pending: Pending = { rest: body, restBase: base, tail: tail ?? NO_TAIL, total, offset: base, progressAtMs: 0 };
+    const [, done] = sendRest(res, pending, base);
+    if (done) return;
+    pending.offset = res.getWriteOffset();
+    pending.progressAtMs = performance.now();
+    const sent = pending.offset - base;
+    if (borrowed && sent < body.length) {
+      pending.rest = body.slice(sent);
+      pending.restBase = pending.offset;
+    }
     watchAbort(res);
     streaming.set(res, pending);
     pusher ??= setInterval(pushAll, PUSH_INTERVAL_MS).unref();

@@ -4,7 +4,7 @@ import { ANONS, TYPES } from '../snapshot/format.js';
 import type { Store } from '../store/store.js';
 import { containerClose, emptyContainer, renderJson, type JsonShape } from './json.js';
 import type { OutputBuffer } from './output-buffer.js';
-import { renderTxt } from './txt.js';
+import { renderTxt, txtLength } from './txt.js';
 
 /** The effective filters of the envelope, keys in the order API.md 1.3 gives. */
 export function envelopeFilters(plan: Plan): Record<string, unknown> {
@@ -53,17 +53,27 @@ export function renderBody(out: OutputBuffer, store: Store, plan: Plan, rows: Ui
   out.append(Buffer.from(text.slice(at + 1)));
 }
 
+/** A bare body (no envelope) for some rows: its bytes, a tail sent after them, and per JSON record where it ends. */
+export interface BareBody {
+  bytes: Uint8Array;
+  tail: Uint8Array | null;
+  rows: Uint32Array;
+  ends: Uint32Array | null;
+}
+
 /**
- * The body for the first `k` records of a bare JSON body whose records end
- * at `ends`: its bytes up to the k-th record, then the container's close.
+ * The body for the first `k` rows of a bare body, without copying: its bytes
+ * up to the k-th record (their lengths are known for txt, recorded in `ends`
+ * for JSON), then for JSON the container's close as the tail.
  */
-export function narrowJson(store: Store, plan: Plan, bytes: Uint8Array, ends: Uint32Array, k: number): Uint8Array {
+export function narrowBody(store: Store, plan: Plan, body: Omit<BareBody, 'tail'>, k: number): BareBody {
+  const rows = body.rows.subarray(0, k);
+  if (!body.ends) {
+    const cut = body.bytes.length - txtLength(store, body.rows, k, body.rows.length, plan.typePrefix);
+    return { bytes: body.bytes.subarray(0, cut), tail: null, rows, ends: null };
+  }
   const shape = jsonShape(plan);
-  if (k === 0) return emptyContainer(shape);
-  const close = containerClose(store, shape);
-  const cut = ends[k - 1];
-  const body = new Uint8Array(cut + close.length);
-  body.set(bytes.subarray(0, cut));
-  body.set(close, cut);
-  return body;
+  const ends = body.ends.subarray(0, k);
+  if (k === 0) return { bytes: emptyContainer(shape), tail: null, rows, ends };
+  return { bytes: body.bytes.subarray(0, ends[k - 1]), tail: containerClose(store, shape), rows, ends };
 }

@@ -45,3 +45,16 @@ export function renderTxt(out: OutputBuffer, store: Store, rows: Uint32Array, n:
   }
   out.pos = pos;
 }
+
+/** The bytes that `rows[from..to)` take in a txt body. */
+export function txtLength(store: Store, rows: Uint32Array, from: number, to: number, typePrefix: boolean): number {
+  const off = store.c.lines.off;
+  const type = store.c.type;
+  let bytes = 0;
+  for (let i = from; i < to; i++) {
+    const r = rows[i];
+    bytes += off[r + 1] - off[r];
+    if (typePrefix) bytes += PREFIX.off[type[r] + 1] - PREFIX.off[type[r]];
+  }
+  return bytes;
+}

@@ -10,11 +10,17 @@ export interface ThrottledRead {
 /**
  * Reads one response, holding back after each chunk for as long as
  * `throttle(received, elapsedMs)` says; once it answers null, reads freely.
- * Fails if the server closes the connection before the whole body came.
+ * Fails if the server closes the connection before the whole body came, or
+ * if it has not come within `timeoutMs`.
  */
-export function throttledRead(port: number, path: string, throttle: (received: number, elapsedMs: number) => number | null): Promise<ThrottledRead> {
+export function throttledRead(port: number, path: string, throttle: (received: number, elapsedMs: number) => number | null, timeoutMs = 90_000): Promise<ThrottledRead> {
   return new Promise((resolve, reject) => {
     const socket = connect({ port, host: '127.0.0.1' });
+    const deadline = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`${received} of ${expected} bytes after ${timeoutMs} ms`));
+    }, timeoutMs);
+    socket.on('close', () => clearTimeout(deadline));
     const chunks: Buffer[] = [];
     let received = 0;
     let expected = -1;

@@ -2,6 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { NaiveEngine } from '../reference/naive-engine.js';
 import { RawConnection } from '../helpers/raw-http.js';
 import { atRate, throttledRead } from '../helpers/slow-read.js';
 import { TEST_KEY, TEST_NOW_S, eventually, startTestServer, type TestServer } from '../helpers/server.js';
@@ -62,6 +63,26 @@ for (const cache of [true, false]) {
 
   test.run();
 }
+
+const narrowed = suite<{ t: TestServer }>('a slow reader of a narrowed body');
+narrowed.before(async (ctx) => {
+  ctx.t = await startTestServer({ snapshot });
+});
+narrowed.after((ctx) => ctx.t.close());
+
+narrowed('gets a view of the cached rows still in the window, then the close, byte for byte as the reference writes them', async ({ t }) => {
+  const query = 'get=json&time=3000';
+  const wide = await (await t.api(query)).text();
+  t.clock.advance(30_000);
+  const hits = t.server.cache.hits;
+  const { body } = await throttledRead(t.server.port, `/api?key=${TEST_KEY}&${query}`, atRate(2_000_000, 3000));
+  assert.is(t.server.cache.hits, hits + 1, 'answered from the cached body');
+  const want = NaiveEngine.fromFile(snapshot).answer(`key=x&${query}`, t.clock.nowMs()).body;
+  assert.ok(want.length > 10_000_000 && want.length < wide.length, `the narrowed body is ${want.length} bytes, the wide one ${wide.length}`);
+  if (body.toString() !== want) assert.fixture(body.toString().slice(-300), want.slice(-300), 'the narrowed body');
+});
+
+narrowed.run();
 
 const abort = suite<{ t: TestServer }>('clients that walk away');
 abort.before(async (ctx) => {
