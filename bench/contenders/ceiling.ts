@@ -22,8 +22,8 @@ uws
   .App()
   .get('/api', (res, req) => {
     const a = answers.get(req.getQuery() ?? '');
-    if (!a) return send(res, '404 Not Found', [], new Uint8Array(0), false, false);
-    send(res, '200 OK', a.headers, a.body, false, false);
+    if (a) send(res, '200 OK', a.headers, a.body, false);
+    else send(res, '404 Not Found', [], new Uint8Array(0), false);
   })
   .listen('127.0.0.1', Number(port), (token) => {
     if (!token) process.exit(1);

@@ -109,7 +109,8 @@ export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRe
       out.reset();
       const n = execute(store, plan, end);
       renderBody(out, store, plan, store.scratch.rows, n, nowMs);
-      return send(res, '200 OK', headers, out.view(), head, true);
+      if (send(res, '200 OK', headers, out.view(), head)) out.release();
+      return;
     }
 
     // The envelope carries the count and the time to the second, so wrapped
@@ -120,13 +121,13 @@ export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRe
     const wrapped = plan.json && plan.wrap;
     const key = `${store.source.generation}|${wrapped ? `${end}|${nowS}` : ''}|${planKey(plan)}`;
     const cached = deps.cache.get(key);
-    if (cached && cached.end === end) return send(res, '200 OK', headers, cached.bytes, head, false, cached.tail);
+    if (cached && cached.end === end) return send(res, '200 OK', headers, cached.bytes, head, cached.tail);
     if (cached?.rows && end < cached.end) {
       const k = countBelow(cached.rows, end);
-      if (k === cached.rows.length) return send(res, '200 OK', headers, cached.bytes, head, false, cached.tail);
+      if (k === cached.rows.length) return send(res, '200 OK', headers, cached.bytes, head, cached.tail);
       const narrowed = narrowBody(store, plan, { bytes: cached.bytes, rows: cached.rows, ends: cached.ends }, k);
       deps.cache.put(key, { ...narrowed, end }, true);
-      return send(res, '200 OK', headers, narrowed.bytes, head, false, narrowed.tail);
+      return send(res, '200 OK', headers, narrowed.bytes, head, narrowed.tail);
     }
 
     out.reset();
@@ -134,8 +135,8 @@ export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRe
     const rows = wrapped ? null : store.scratch.rows.slice(0, n);
     const ends = plan.json && !wrapped ? new Uint32Array(n) : null;
     renderBody(out, store, plan, store.scratch.rows, n, nowMs, ends);
-    // Sent from the cache's copy when it keeps one: then nothing is copied again for a slow client.
+    // Sent from the cache's copy when it keeps one.
     const kept = deps.cache.put(key, { bytes: out.view(), tail: null, end, rows, ends }, false);
-    send(res, '200 OK', headers, kept ?? out.view(), head, kept === undefined);
+    if (send(res, '200 OK', headers, kept ?? out.view(), head) && !kept) out.release();
   };
 }

@@ -53,7 +53,7 @@ export function createApp(deps: AppDeps): TemplatedApp {
   const api = createApiHandler(deps);
   const health = (res: HttpResponse, head: boolean): void => {
     const report = healthReport(deps.feed);
-    send(res, report.ready ? '200 OK' : '503 Service Unavailable', [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-store']], Buffer.from(report.body), head, false);
+    send(res, report.ready ? '200 OK' : '503 Service Unavailable', [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-store']], Buffer.from(report.body), head);
   };
   const countMetrics = deps.metrics.forRoute('/metrics');
   const metrics = (res: HttpResponse, head: boolean): void => {
@@ -65,7 +65,7 @@ export function createApp(deps: AppDeps): TemplatedApp {
     deps.metrics.text().then(
       (text) => {
         if (res.aborted) return;
-        send(res, '200 OK', [['Content-Type', deps.metrics.registry.contentType], ['Cache-Control', 'no-store']], Buffer.from(text), head, false);
+        send(res, '200 OK', [['Content-Type', deps.metrics.registry.contentType], ['Cache-Control', 'no-store']], Buffer.from(text), head);
         countMetrics(lastStatus, started);
       },
       (err: unknown) => {

@@ -98,14 +98,16 @@ const NO_TAIL = new Uint8Array(0);
 /**
  * Writes status, headers and body (then `tail`) in one cork. A body the
  * socket cannot take at once is sent in pieces on `onWritable` and by the
- * periodic push; the bytes not yet sent are copied out when `borrowed` (the
- * caller's buffer is reused by the next request).
+ * periodic push, from the caller's bytes: true is returned then, and those
+ * bytes must not change until the response is done (a reused buffer is
+ * released to it).
  */
-export function send(res: HttpResponse, status: string, headers: Headers, body: Uint8Array, head: boolean, borrowed: boolean, tail: Uint8Array | null = null): void {
+export function send(res: HttpResponse, status: string, headers: Headers, body: Uint8Array, head: boolean, tail: Uint8Array | null = null): boolean {
   const total = body.length + (tail?.length ?? 0);
   lastStatus = status;
   lastBytes = total;
   sentCount++;
+  let pending = false;
   res.cork(() => {
     res.writeStatus(status);
     for (const [name, value] of headers) res.writeHeader(name, value);
@@ -115,31 +117,28 @@ export function send(res: HttpResponse, status: string, headers: Headers, body: 
       return;
     }
     const base = res.getWriteOffset();
-    const pending: Pending = { rest: body, restBase: base, tail: tail ?? NO_TAIL, total, offset: base, progressAtMs: 0 };
-    const [, done] = sendRest(res, pending, base);
+    const p: Pending = { rest: body, restBase: base, tail: tail ?? NO_TAIL, total, offset: base, progressAtMs: 0 };
+    const [, done] = sendRest(res, p, base);
     if (done) return;
-    pending.offset = res.getWriteOffset();
-    pending.progressAtMs = performance.now();
-    const sent = pending.offset - base;
-    if (borrowed && sent < body.length) {
-      pending.rest = body.slice(sent);
-      pending.restBase = pending.offset;
-    }
+    pending = true;
+    p.offset = res.getWriteOffset();
+    p.progressAtMs = performance.now();
     watchAbort(res);
-    streaming.set(res, pending);
+    streaming.set(res, p);
     pusher ??= setInterval(pushAll, PUSH_INTERVAL_MS).unref();
     res.onWritable((offset: number) => {
       if (res.aborted) return true;
-      const [more, finished] = sendRest(res, pending, offset);
+      const [more, finished] = sendRest(res, p, offset);
       if (finished) streaming.delete(res);
       return more;
     });
   });
+  return pending;
 }
 
 const encoder = new TextEncoder();
 
 /** A one-line `Error: ...` answer (API.md 1.4). */
 export function sendError(res: HttpResponse, status: string, message: string, head: boolean, extra: Headers = []): void {
-  send(res, status, [['Content-Type', TEXT], ['Cache-Control', 'no-store'], ...extra], encoder.encode(`Error: ${message}`), head, false);
+  send(res, status, [['Content-Type', TEXT], ['Cache-Control', 'no-store'], ...extra], encoder.encode(`Error: ${message}`), head);
 }

@@ -17,6 +17,16 @@ export class OutputBuffer {
   }
 
   /**
+   * Leaves the bytes written to whoever holds them now (a response still
+   * being sent) and starts again with a fresh buffer: handing over is
+   * cheaper than copying out a body of tens of megabytes.
+   */
+  release(): void {
+    this.buf = new Uint8Array(PAGE);
+    this.pos = 0;
+  }
+
+  /**
    * Room for `bytes` more. Growth is not zero-filled (allocUnsafe): callers
    * that know an upper bound for a whole body reserve it at once, and pages
    * never written are never touched, so a generous bound costs no memory.
