@@ -68,14 +68,25 @@ export function copyBytes(dst: Uint8Array, pos: number, src: Uint8Array, start: 
 export const dataView = (b: Uint8Array): DataView => new DataView(b.buffer, b.byteOffset, b.byteLength);
 
 /**
- * Copies src[start, end), at least four bytes, to dst at pos, four bytes at a
- * time, the last four overlapping the previous ones: nothing is read or
- * written outside the range. A byte loop costs about 2 ns a byte, this about
- * a quarter of that.
+ * Copies src[start, end), at least four bytes, to dst at pos, eight bytes at
+ * a time as float64 (four under eight), the last word overlapping the
+ * previous ones: nothing is read or written outside the range. A byte loop
+ * costs about 2 ns a byte in V8; this a tenth to a quarter of that.
+ *
+ * Moving bytes as doubles is exact unless they read as a NaN, which a CPU or
+ * engine may rewrite: that needs 0x7F or 0xFF as the last byte of the eight
+ * and a byte of 0xF0 or more before it, which never occurs in UTF-8 (0xFF is
+ * not UTF-8, and 0xF0–0xF4 are followed by a continuation byte). Every byte
+ * string copied this way is UTF-8 text.
  */
 export function copyWords(dst: DataView, pos: number, src: DataView, start: number, end: number): number {
   const shift = pos - start;
-  for (let s = start; s + 4 < end; s += 4) dst.setUint32(s + shift, src.getUint32(s, true), true);
-  dst.setUint32(end - 4 + shift, src.getUint32(end - 4, true), true);
+  if (end - start >= 8) {
+    for (let s = start; s + 8 < end; s += 8) dst.setFloat64(s + shift, src.getFloat64(s, true), true);
+    dst.setFloat64(end - 8 + shift, src.getFloat64(end - 8, true), true);
+  } else {
+    dst.setUint32(start + shift, src.getUint32(start, true), true);
+    dst.setUint32(end - 4 + shift, src.getUint32(end - 4, true), true);
+  }
   return end + shift;
 }

@@ -33,21 +33,34 @@ type Part = Uint8Array | string;
 
 const ascii = (s: string): Uint8Array => Uint8Array.from(s, (ch) => ch.charCodeAt(0));
 const QUOTE = ascii('"');
-const word = (b: Uint8Array, i: number): number => (b[i] | (b[i + 1] << 8) | (b[i + 2] << 16) | (b[i + 3] << 24)) >>> 0;
-const TRUE = word(ascii('true'), 0);
-const FALS = word(ascii('fals'), 0);
+const word32 = (b: Uint8Array, i: number): number => (b[i] | (b[i + 1] << 8) | (b[i + 2] << 16) | (b[i + 3] << 24)) >>> 0;
+const TRUE = word32(ascii('true'), 0);
+const FALS = word32(ascii('fals'), 0);
+
+/** A double literal with exactly the bits of b[i..i+8), or null for a NaN (whose bits may change). */
+function doubleAt(b: Uint8Array, i: number): string | null {
+  const x = new DataView(b.buffer, b.byteOffset + i, 8).getFloat64(0, true);
+  if (Number.isNaN(x)) return null;
+  return Object.is(x, -0) ? '-0' : String(x); // the shortest text that reads back as the same double
+}
 
 /**
- * Constant bytes: four at a time through a DataView (unaligned stores are
- * fine), the last four overlapping the previous ones; under four, one by one.
+ * Constant bytes: eight at a time as float64 stores of literals (four at a
+ * time as uint32 under eight bytes, or where eight read as a NaN), the last
+ * word overlapping the previous ones; under four, one by one.
  */
 function bytes(b: Uint8Array): string {
-  const store = (i: number): string => `dv.setUint32(pos+${i},${word(b, i)},true);`;
+  const word = (i: number): string => `dv.setUint32(pos+${i},${word32(b, i)},true);`;
+  const double = (i: number): string => {
+    const x = doubleAt(b, i);
+    return x === null ? word(i) + word(i + 4) : `dv.setFloat64(pos+${i},${x},true);`;
+  };
   let s = '';
   if (b.length < 4) for (let i = 0; i < b.length; i++) s += `buf[pos+${i}]=${b[i]};`;
+  else if (b.length < 8) s = word(0) + word(b.length - 4);
   else {
-    for (let i = 0; i + 4 < b.length; i += 4) s += store(i);
-    s += store(b.length - 4);
+    for (let i = 0; i + 8 < b.length; i += 8) s += double(i);
+    s += double(b.length - 8);
   }
   return `${s}pos+=${b.length};`;
 }
@@ -60,13 +73,14 @@ const copyShort = (src: string, from: string, to: string): string =>
   `{const s=${from},e=${to};if(e-s>=4)pos=copyWords(dv,pos,${src}V,s,e);else for(let j=s;j<e;j++)buf[pos++]=${src}B[j];}`;
 
 /**
- * The same for sources with three readable bytes after every item
- * (`packStrings`): whole words only, up to three bytes past the value, which
- * the next write overwrites. No branch on the length, which varies from row
- * to row for cities and would be mispredicted.
+ * The same for sources with seven readable bytes after every item
+ * (`packStrings`): whole 8-byte words only (UTF-8, see `copyWords`), up to
+ * seven bytes past the value, which the next writes overwrite. No branch on
+ * the length, which varies from row to row for cities and would be
+ * mispredicted.
  */
 const copyPadded = (src: string, from: string, to: string): string =>
-  `{const e=${to};const d=pos-${from};for(let s=${from};s<e;s+=4)dv.setUint32(d+s,${src}V.getUint32(s,true),true);pos=d+e;}`;
+  `{const e=${to};const d=pos-${from};for(let s=${from};s<e;s+=8)dv.setFloat64(d+s,${src}V.getFloat64(s,true),true);pos=d+e;}`;
 
 function valueParts(code: number, splitIp: boolean): Part[] {
   switch (code) {
@@ -108,7 +122,7 @@ export function compileRowWriter(shape: RowShape, constants: { TYPE_JSON: ByteSt
   const body = [
     'for(let i=0;i<n;i++){',
     'const r=rows[i];',
-    'const ls=lineOff[r];const ae=lineOff[r+1]-1;const ie=ls+ipLen[r];',
+    shape.object || shape.codes.some((c) => c <= 1) ? 'const ls=lineOff[r];const ae=lineOff[r+1]-1;const ie=ls+ipLen[r];' : '',
     // The comma between records joins the first constant run.
     `if(i!==0){${bytes(Buffer.concat([ascii(','), first]))}}else{${bytes(first)}}`,
     ...rest.map(emit),

@@ -38,14 +38,14 @@ export function utf8(s: string): Uint8Array {
 }
 
 /**
- * Packs strings into one ByteStrings block (UTF-8), with three zero bytes
- * after the last, so that any item can be read in whole 4-byte words.
+ * Packs strings into one ByteStrings block (UTF-8), with seven zero bytes
+ * after the last, so that any item can be read in whole 8-byte words.
  */
 export function packStrings(items: readonly string[]): { bytes: Uint8Array; off: Uint32Array } {
   const encoded = items.map((s) => Buffer.from(s, 'utf8'));
   const off = new Uint32Array(items.length + 1);
   for (let i = 0; i < encoded.length; i++) off[i + 1] = off[i] + encoded[i].length;
-  const bytes = new Uint8Array(off[items.length] + 3);
+  const bytes = new Uint8Array(off[items.length] + 7);
   for (let i = 0; i < encoded.length; i++) bytes.set(encoded[i], off[i]);
   return { bytes, off };
 }
