@@ -5,7 +5,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { CLI, exitWithin, randomPort, runCli, untilReady } from '../helpers/cli.js';
+import { CLI, exitWithin, freePort, runCli, untilReady } from '../helpers/cli.js';
 import { captureLog } from '../helpers/log.js';
 import { TEST_NOW_S, eventually, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 
@@ -126,7 +126,7 @@ state('a read-only state folder: the server serves, logs each failed save, and s
   for (const f of ['snapshot.msgpack', 'keys.json']) chmodSync(join(dir, f), 0o644);
   chmodSync(stateDir, 0o555);
   const statePath = asRoot && !nobodyReads ? '/proc/self/usage.json' : join(stateDir, 'usage.json');
-  const port = randomPort();
+  const port = await freePort();
   const child = runCli(
     ['serve', '--snapshot', join(dir, 'snapshot.msgpack'), '--keys', join(dir, 'keys.json'), '--port', port, '--host', '127.0.0.1', '--state', statePath],
     {},

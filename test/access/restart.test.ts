@@ -4,7 +4,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { type Child, exitWithin, randomPort, runCli, untilReady } from '../helpers/cli.js';
+import { type Child, exitWithin, freePort, runCli, untilReady } from '../helpers/cli.js';
 import { eventually, tempDir } from '../helpers/server.js';
 
 /** Usage survives a restart: real processes, real signals, a real state file. */
@@ -16,7 +16,7 @@ writeFileAtomic(snapshot, encodeSnapshot(generateRecords({ records: 100, seed: 2
 writeFileSync(keys, JSON.stringify({ keys: [{ key: 'five', limits: { per_window: null, daily: 5 } }] }));
 
 async function serve(state: string): Promise<{ child: Child; port: string }> {
-  const port = randomPort();
+  const port = await freePort();
   const child = runCli(['serve', '--snapshot', snapshot, '--keys', keys, '--port', port, '--host', '127.0.0.1', '--state', state]);
   await untilReady(port);
   return { child, port };

@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { exitWithin, randomPort, runCli, untilReady } from '../helpers/cli.js';
+import { exitWithin, freePort, runCli, untilReady } from '../helpers/cli.js';
 import { tempDir } from '../helpers/server.js';
 
 const test = suite('command line');
@@ -54,7 +54,7 @@ test('serve takes its settings from the environment and stops gracefully on SIGT
   assert.is(await exitWithin(runCli(['snapshot', 'generate', '--records', '500', '--out', snapshot]), 20000), 0);
   writeFileSync(keys, JSON.stringify({ keys: [{ key: 'k1' }] }));
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    const port = randomPort();
+    const port = await freePort();
     const child = runCli(['serve'], { PROXYLIST_SNAPSHOT: snapshot, PROXYLIST_KEYS: keys, PORT: port, HOST: '127.0.0.1' });
     await untilReady(port);
     assert.is((await fetch(`http://127.0.0.1:${port}/api?key=k1&count=1`)).status, 200);

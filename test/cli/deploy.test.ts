@@ -5,7 +5,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { exitWithin, randomPort, runCli, untilReady } from '../helpers/cli.js';
+import { exitWithin, freePort, runCli, untilReady } from '../helpers/cli.js';
 import { tempDir } from '../helpers/server.js';
 
 /**
@@ -42,7 +42,7 @@ test('its command line and environment start a server that serves, saves usage w
   const exec = settings('ExecStart')[0].split(/\s+/);
   assert.match(exec[1], /dist\/src\/cli\/main\.js$/);
   const args = exec.slice(2);
-  const port = randomPort();
+  const port = await freePort();
   args[args.indexOf('--port') + 1] = port;
   const child = runCli(args, env);
   try {

@@ -4,7 +4,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { exitWithin, randomPort, runCli, untilReady } from '../helpers/cli.js';
+import { exitWithin, freePort, runCli, untilReady } from '../helpers/cli.js';
 import { eventually, tempDir } from '../helpers/server.js';
 
 /**
@@ -21,7 +21,7 @@ writeFileAtomic(snapshot, encodeSnapshot(generateRecords({ records: 50, seed: 6,
 writeFileSync(keys, JSON.stringify({ keys: [{ key: 'k', limits: { per_window: null } }] }));
 
 async function serveWith(planted: string, state: string) {
-  const port = randomPort();
+  const port = await freePort();
   const child = runCli(
     ['serve', '--snapshot', snapshot, '--keys', keys, '--port', port, '--host', '127.0.0.1', '--state', state],
     { NODE_OPTIONS: `--import=data:text/javascript,${encodeURIComponent(planted)}` },

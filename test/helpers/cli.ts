@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { eventually } from './server.js';
 
@@ -40,7 +41,17 @@ export async function exitWithin(child: Child, ms: number): Promise<number | nul
 }
 
 /** A port for a server started as a process: the kernel's free-port pick cannot be handed to a child. */
-export const randomPort = (): string => String(23000 + Math.floor(Math.random() * 20000));
+/**
+ * A port free right now, from the system: a number picked at random could be
+ * the local port of one of the many client sockets the tests open.
+ */
+export async function freePort(): Promise<string> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return String(port);
+}
 
 /** Waits until the server on `port` answers /health with 200 (API.md 4: ready). */
 export function untilReady(port: string | number, ms = 10_000): Promise<void> {
