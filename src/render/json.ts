@@ -1,7 +1,7 @@
 import { ANONS, RECORD_FIELDS, TYPES } from '../snapshot/format.js';
 import type { Store } from '../store/store.js';
 import { packStrings, utf8 as enc } from '../store/encode.js';
-import { copyBytes, type OutputBuffer } from './output-buffer.js';
+import type { OutputBuffer } from './output-buffer.js';
 import { compileRowWriter, type RowWriter } from './row-writer.js';
 
 /**
@@ -109,5 +109,6 @@ export function renderJson(out: OutputBuffer, store: Store, rows: Uint32Array, n
   let pos = out.pos;
   buf[pos++] = shape.format === 'object' ? 123 : 91;
   pos = t.writeRows(buf, pos, rows, n, store, lang, ends);
-  out.pos = copyBytes(buf, pos, t.containerClose, 0, t.containerClose.length);
+  out.pos = pos;
+  out.append(t.containerClose);
 }

@@ -55,16 +55,6 @@ export class OutputBuffer {
   }
 }
 
-/** Copies src[start, end) to dst at pos; short pieces by hand, which beats `set` on a view. */
-export function copyBytes(dst: Uint8Array, pos: number, src: Uint8Array, start: number, end: number): number {
-  if (end - start > 48) {
-    dst.set(src.subarray(start, end), pos);
-    return pos + end - start;
-  }
-  for (let i = start; i < end; i++) dst[pos++] = src[i];
-  return pos;
-}
-
 export const dataView = (b: Uint8Array): DataView => new DataView(b.buffer, b.byteOffset, b.byteLength);
 
 /**
