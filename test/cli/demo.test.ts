@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { freePort } from '../helpers/cli.js';
 import { eventually } from '../helpers/server.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -9,7 +10,7 @@ const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const test = suite('npm start');
 
 test('answers a request for its printed key within 10 s of starting', async () => {
-  const port = String(21000 + Math.floor(Math.random() * 20000));
+  const port = await freePort();
   const started = Date.now();
   // Its own process group, so the whole tree (npm, sh, node) can be stopped.
   const child = spawn('npm', ['start', '--silent'], { cwd: ROOT, env: { ...process.env, PORT: port }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -5,7 +5,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { exitWithin, runCli } from '../helpers/cli.js';
+import { exitWithin, freePort, runCli } from '../helpers/cli.js';
 import { TEST_KEY, TEST_NOW_S, eventually, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 
 /** The known pitfalls of ARCHITECTURE.md that the core service touches. */
@@ -91,10 +91,12 @@ processes('a second instance on the same port fails to start with a clear messag
   const keys = join(dir, 'k.json');
   writeFileAtomic(snap, snapshot);
   writeFileSync(keys, JSON.stringify({ keys: [] }));
-  const port = String(20000 + Math.floor(Math.random() * 20000));
+  const port = await freePort();
   const first = runCli(['serve', '--snapshot', snap, '--keys', keys, '--port', port, '--host', '127.0.0.1']);
   try {
     await eventually(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, 10000, 'first instance');
+    // Whatever answered must be the first instance, not another process that held the port.
+    assert.match(first.stdout(), `listening on 127.0.0.1:${port}`);
     const second = runCli(['serve', '--snapshot', snap, '--keys', keys, '--port', port, '--host', '127.0.0.1']);
     const code = await exitWithin(second, 10000);
     assert.is(code, 1);
