@@ -13,7 +13,7 @@ import { DEFAULT_SERVICES } from '../snapshot/format.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { Metrics } from './metrics.js';
 import type { ResponseCache } from './response-cache.js';
-import { send, sendError, type Headers } from './send.js';
+import { send, sendError, whenSent, type Headers } from './send.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 
 export const MAX_TARGET_BYTES = 8192;
@@ -70,6 +70,11 @@ export function targetTooLong(url: string, query: string | undefined): boolean {
  */
 export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRequest, head: boolean) => void {
   const out = new OutputBuffer();
+  /** The body of `res` is in `out` and still being sent: the buffer goes with it and comes back after. */
+  const lendUntilSent = (res: HttpResponse): void => {
+    const lent = out.lend();
+    whenSent(res, () => out.giveBack(lent));
+  };
   return (res, req, head) => {
     const query = req.getQuery();
     if (targetTooLong(req.getUrl(), query)) return sendError(res, '414 URI Too Long', 'Request URI too long', head);
@@ -109,7 +114,7 @@ export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRe
       out.reset();
       const n = execute(store, plan, end);
       renderBody(out, store, plan, store.scratch.rows, n, nowMs);
-      if (send(res, '200 OK', headers, out.view(), head)) out.release();
+      if (send(res, '200 OK', headers, out.view(), head)) lendUntilSent(res);
       return;
     }
 
@@ -137,6 +142,6 @@ export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRe
     renderBody(out, store, plan, store.scratch.rows, n, nowMs, ends);
     // Sent from the cache's copy when it keeps one.
     const kept = deps.cache.put(key, { bytes: out.view(), tail: null, end, rows, ends }, false);
-    if (send(res, '200 OK', headers, kept ?? out.view(), head) && !kept) out.release();
+    if (send(res, '200 OK', headers, kept ?? out.view(), head) && !kept) lendUntilSent(res);
   };
 }

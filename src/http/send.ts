@@ -23,7 +23,7 @@ export function watchAbort(res: HttpResponse): void {
   res.abortWatched = true;
   res.onAborted(() => {
     res.aborted = true;
-    streaming.delete(res);
+    finish(res);
   });
 }
 
@@ -37,10 +37,31 @@ interface Pending {
   total: number;
   offset: number;
   progressAtMs: number;
+  /** Called once the body's bytes are no longer needed (see `whenSent`). */
+  done: (() => void) | null;
 }
 
 /** Responses whose bodies are still being sent: a graceful stop waits for them. */
 export const streaming = new Map<HttpResponse, Pending>();
+
+/** The body of `res` is sent, given up or aborted: nothing reads its bytes any more. */
+function finish(res: HttpResponse): void {
+  const p = streaming.get(res);
+  if (!p) return;
+  streaming.delete(res);
+  p.done?.();
+}
+
+/**
+ * For a response whose body is still being sent (`send` returned true):
+ * `done` runs once its bytes are no longer needed, whether the body was sent
+ * whole, given up or aborted by the client. uWebSockets.js keeps no reference
+ * to them: `tryEnd` copies what it writes and leaves the rest to us.
+ */
+export function whenSent(res: HttpResponse, done: () => void): void {
+  const p = streaming.get(res);
+  if (p) p.done = done;
+}
 
 /**
  * How often bodies still being sent are pushed on. uWebSockets.js writes
@@ -86,7 +107,7 @@ function push(res: HttpResponse, p: Pending, nowMs: number): boolean {
 
 function pushAll(): void {
   const now = performance.now();
-  for (const [res, p] of streaming) if (!push(res, p, now)) streaming.delete(res);
+  for (const [res, p] of streaming) if (!push(res, p, now)) finish(res);
   if (streaming.size === 0 && pusher) {
     clearInterval(pusher);
     pusher = null;
@@ -100,7 +121,7 @@ const NO_TAIL = new Uint8Array(0);
  * socket cannot take at once is sent in pieces on `onWritable` and by the
  * periodic push, from the caller's bytes: true is returned then, and those
  * bytes must not change until the response is done (a reused buffer is
- * released to it).
+ * lent to it, and `whenSent` tells when it may be reused).
  */
 export function send(res: HttpResponse, status: string, headers: Headers, body: Uint8Array, head: boolean, tail: Uint8Array | null = null): boolean {
   const total = body.length + (tail?.length ?? 0);
@@ -117,7 +138,7 @@ export function send(res: HttpResponse, status: string, headers: Headers, body: 
       return;
     }
     const base = res.getWriteOffset();
-    const p: Pending = { rest: body, restBase: base, tail: tail ?? NO_TAIL, total, offset: base, progressAtMs: 0 };
+    const p: Pending = { rest: body, restBase: base, tail: tail ?? NO_TAIL, total, offset: base, progressAtMs: 0, done: null };
     const [, done] = sendRest(res, p, base);
     if (done) return;
     pending = true;
@@ -129,7 +150,7 @@ export function send(res: HttpResponse, status: string, headers: Headers, body: 
     res.onWritable((offset: number) => {
       if (res.aborted) return true;
       const [more, finished] = sendRest(res, p, offset);
-      if (finished) streaming.delete(res);
+      if (finished) finish(res);
       return more;
     });
   });

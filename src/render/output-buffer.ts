@@ -1,47 +1,91 @@
 const PAGE = 64 * 1024;
-/** A buffer that grew past this for one large body is dropped after it, not kept for ever. */
+/** A buffer that grew past this for one large body is not kept as the working buffer after it. */
 const RETAIN_LIMIT = 8 * 1024 * 1024;
+/** Lent buffers given back and kept for reuse: at most this many bytes of them. */
+const SPARE_LIMIT = 32 * 1024 * 1024;
 
 /**
  * One reusable byte buffer, grown in pages. Renderers reserve the worst case
  * for a row, then write with plain index stores. The bytes are valid until the
- * next `reset()`, so whoever must keep them longer copies them out.
+ * next `reset()`, or are lent to whoever must keep them longer.
+ *
+ * Buffers lent to responses still being sent come back as spares once sent:
+ * a large body then lands in pages already mapped, where a fresh allocation
+ * would pay a page fault per 4 KB written and the garbage collector later.
  */
 export class OutputBuffer {
-  buf = new Uint8Array(PAGE);
+  buf: Uint8Array = new Uint8Array(PAGE);
   pos = 0;
+  private spares: Uint8Array[] = [];
+  private spareBytes = 0;
 
   reset(): void {
-    if (this.buf.length > RETAIN_LIMIT) this.buf = new Uint8Array(PAGE);
+    if (this.buf.length > RETAIN_LIMIT) {
+      this.keepSpare(this.buf);
+      this.buf = new Uint8Array(PAGE);
+    }
     this.pos = 0;
   }
 
   /**
    * Leaves the bytes written to whoever holds them now (a response still
-   * being sent) and starts again with a fresh buffer: handing over is
-   * cheaper than copying out a body of tens of megabytes.
+   * being sent) and goes on with a fresh buffer, which grows into a spare
+   * when needed: lending is cheaper than copying out a body of megabytes.
+   * Returns the lent buffer, for `giveBack` once its bytes are no longer
+   * needed.
    */
-  release(): void {
+  lend(): Uint8Array {
+    const lent = this.buf;
     this.buf = new Uint8Array(PAGE);
     this.pos = 0;
+    return lent;
+  }
+
+  /** Takes back a lent buffer whose bytes nobody reads any more. */
+  giveBack(buf: Uint8Array): void {
+    this.keepSpare(buf);
   }
 
   /**
-   * Room for `bytes` more. Growth is not zero-filled (allocUnsafe): callers
-   * that know an upper bound for a whole body reserve it at once, and pages
-   * never written are never touched, so a generous bound costs no memory.
+   * Room for `bytes` more. Growth prefers a spare; otherwise it is not
+   * zero-filled (allocUnsafe): callers that know an upper bound for a whole
+   * body reserve it at once, and pages never written are never touched, so a
+   * generous bound costs no memory.
    */
   reserve(bytes: number): Uint8Array {
     const need = this.pos + bytes;
     if (need > this.buf.length) {
       const size = Math.ceil(Math.max(need, this.buf.length * 2) / PAGE) * PAGE;
-      const raw = Buffer.allocUnsafe(size);
-      // A plain Uint8Array view: renderers then see one array type only.
-      const grown = new Uint8Array(raw.buffer, raw.byteOffset, size);
+      let grown = this.takeSpare(need);
+      if (!grown) {
+        const raw = Buffer.allocUnsafe(size);
+        // A plain Uint8Array view: renderers then see one array type only.
+        grown = new Uint8Array(raw.buffer, raw.byteOffset, size);
+      }
       grown.set(this.buf.subarray(0, this.pos));
+      this.keepSpare(this.buf);
       this.buf = grown;
     }
     return this.buf;
+  }
+
+  /** The smallest spare of at least `bytes`, taken out of the spares. */
+  private takeSpare(bytes: number): Uint8Array | null {
+    let best = -1;
+    for (let i = 0; i < this.spares.length; i++) {
+      const len = this.spares[i].length;
+      if (len >= bytes && (best < 0 || len < this.spares[best].length)) best = i;
+    }
+    if (best < 0) return null;
+    const [spare] = this.spares.splice(best, 1);
+    this.spareBytes -= spare.length;
+    return spare;
+  }
+
+  private keepSpare(buf: Uint8Array): void {
+    if (buf.length <= PAGE || this.spareBytes + buf.length > SPARE_LIMIT) return;
+    this.spares.push(buf);
+    this.spareBytes += buf.length;
   }
 
   /** Appends bytes from anywhere (a cold path: Buffers welcome). */
