@@ -1,6 +1,6 @@
 import { ANONS, RECORD_FIELDS, TYPES } from '../snapshot/format.js';
 import type { Store } from '../store/store.js';
-import { packStrings, utf8 as enc } from '../store/encode.js';
+import { utf8 as enc } from '../store/encode.js';
 import type { OutputBuffer } from './output-buffer.js';
 import { compileRowWriter, type RowWriter } from './row-writer.js';
 
@@ -11,9 +11,11 @@ import { compileRowWriter, type RowWriter } from './row-writer.js';
  * copy of bytes the store encoded at build time.
  */
 
-const TYPE_JSON = packStrings(TYPES.map((t) => JSON.stringify(t)));
-const ANON_JSON = packStrings(ANONS.map((a) => JSON.stringify(a)));
-const WORKS_JSON = packStrings(Array.from({ length: 101 }, (_, w) => `"${w}"`));
+const DOMAINS = {
+  type: TYPES.map((t) => enc(JSON.stringify(t))),
+  anon: ANONS.map((a) => enc(JSON.stringify(a))),
+  works: Array.from({ length: 101 }, (_, w) => enc(`"${w}"`)),
+};
 
 // Field codes: RECORD_FIELDS indexes, then SERVICE + service index.
 const F = Object.fromEntries(RECORD_FIELDS.map((f, i) => [f, i])) as Record<(typeof RECORD_FIELDS)[number], number>;
@@ -75,8 +77,10 @@ function buildTemplate(store: Store, shape: JsonShape): Template {
       close: enc(`${nl(shape.depth)}}`),
       object,
       splitIp: shape.splitIp,
+      maxPing: store.maxPingText,
+      maxCity: store.maxCityJson,
     },
-    { TYPE_JSON, ANON_JSON, WORKS_JSON },
+    DOMAINS,
   );
   return { writeRows, containerClose: enc(`${nl(shape.depth - 1)}${object ? '}' : ']'}`), rowBound };
 }

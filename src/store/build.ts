@@ -3,7 +3,7 @@ import { ANONS, DEFAULT_SERVICES, TYPES } from '../snapshot/format.js';
 import { RecordDecoder } from '../snapshot/record-decoder.js';
 import { formatTimecheck } from '../core/service-time.js';
 import { newFamily, member, setBit } from './bitset.js';
-import { MAX_LINE_BYTES, type ByteStrings, type StoreColumns, type StoreMeta } from './columns.js';
+import { MAX_LINE_BYTES, READ_SLACK, type ByteStrings, type StoreColumns, type StoreMeta } from './columns.js';
 import { packStrings, writeAscii, writeIPv4, writeUint } from './encode.js';
 import { radixSortIndices, uint32Digits } from './radix-sort.js';
 
@@ -113,7 +113,9 @@ function byteStrings(count: number, maxBytes: number, write: (buf: Uint8Array, p
   const scratch = new Uint8Array(count * maxBytes);
   let pos = 0;
   for (let r = 0; r < count; r++) off[r + 1] = pos = write(scratch, pos, r);
-  return { bytes: scratch.slice(0, pos), off };
+  const bytes = new Uint8Array(pos + READ_SLACK);
+  bytes.set(scratch.subarray(0, pos));
+  return { bytes, off };
 }
 
 type Column = Uint8Array | Uint16Array | Uint32Array | Float64Array;
@@ -215,7 +217,7 @@ export function buildStore(x: RecordExtractor, generatedAt: number): { columns: 
   const pingText = byteStrings(rows, maxPing, (buf, pos, r) => writeAscii(buf, pos, pingString(c.ping[r])));
 
   // Rows are grouped by checked_at: a run repeats the bytes of its first row.
-  const timecheck = new Uint8Array(rows * 19);
+  const timecheck = new Uint8Array(rows * 19 + READ_SLACK);
   for (let r = 0; r < rows; r++) {
     if (r > 0 && c.checkedAt[r] === c.checkedAt[r - 1]) {
       for (let i = r * 19 - 19, j = r * 19, end = j + 19; j < end; ) timecheck[j++] = timecheck[i++];

@@ -3,6 +3,13 @@ import type { BitsetFamily } from './bitset.js';
 /** The longest `ip:port\n`: `255.255.255.255:65535\n`. */
 export const MAX_LINE_BYTES = 22;
 
+/**
+ * Byte columns (lines, ipOut, pingText, timecheck, city JSON) end with this
+ * many zero bytes after their last item: renderers copy whole words from an
+ * item's start without checking how far the last word reaches.
+ */
+export const READ_SLACK = 64;
+
 /** Variable-length byte strings, one per item: item i is bytes[off[i] .. off[i+1]). */
 export interface ByteStrings {
   bytes: Uint8Array;

@@ -1,4 +1,5 @@
 /** ASCII writers over byte buffers: `(buf, pos, value) → new pos`, no allocation. */
+import { READ_SLACK, type ByteStrings } from './columns.js';
 
 export function writeUint(buf: Uint8Array, pos: number, v: number): number {
   if (v < 10) { buf[pos] = 48 + v; return pos + 1; }
@@ -37,15 +38,12 @@ export function utf8(s: string): Uint8Array {
   return new Uint8Array(b.buffer, b.byteOffset, b.length);
 }
 
-/**
- * Packs strings into one ByteStrings block (UTF-8), with seven zero bytes
- * after the last, so that any item can be read in whole 8-byte words.
- */
-export function packStrings(items: readonly string[]): { bytes: Uint8Array; off: Uint32Array } {
+/** Packs strings into one ByteStrings block (UTF-8), READ_SLACK zero bytes after the last. */
+export function packStrings(items: readonly string[]): ByteStrings {
   const encoded = items.map((s) => Buffer.from(s, 'utf8'));
   const off = new Uint32Array(items.length + 1);
   for (let i = 0; i < encoded.length; i++) off[i + 1] = off[i] + encoded[i].length;
-  const bytes = new Uint8Array(off[items.length] + 7);
+  const bytes = new Uint8Array(off[items.length] + READ_SLACK);
   for (let i = 0; i < encoded.length; i++) bytes.set(encoded[i], off[i]);
   return { bytes, off };
 }
