@@ -1,8 +1,15 @@
 const PAGE = 64 * 1024;
-/** A buffer that grew past this for one large body is not kept as the working buffer after it. */
-const RETAIN_LIMIT = 32 * 1024 * 1024;
-/** Lent buffers given back and kept for reuse: at most this many bytes of them. */
-const SPARE_LIMIT = 64 * 1024 * 1024;
+/**
+ * A buffer that grew past this for one large body is not kept as the working
+ * buffer after it. Room for the default window's JSON of a million records.
+ */
+const RETAIN_LIMIT = 96 * 1024 * 1024;
+/**
+ * Lent buffers given back and kept for reuse: at most this many bytes of
+ * them. With RETAIN_LIMIT, at most 192 MB stay allocated between requests,
+ * and only the pages written count in memory.
+ */
+const SPARE_LIMIT = 96 * 1024 * 1024;
 
 /**
  * One reusable byte buffer, grown in pages. Renderers reserve the worst case

@@ -57,22 +57,27 @@ test('a spare too small for a body is not used for it, and the smallest that fit
 
 test('spares are kept up to a bound: many large buffers given back are not all held', () => {
   const out = new OutputBuffer();
+  // Reserved, not written: untouched pages cost no memory.
+  const grow = (bytes: number): void => {
+    out.reserve(bytes);
+    out.pos += bytes;
+  };
   const lent: Uint8Array[] = [];
   for (let i = 0; i < 20; i++) {
     out.reset();
-    write(out, 7 * MB, 0);
+    grow(16 * MB);
     lent.push(out.lend());
   }
   for (const b of lent) out.giveBack(b);
   let reused = 0;
   for (let i = 0; i < 20; i++) {
     out.reset();
-    write(out, 7 * MB, 0);
+    grow(16 * MB);
     if (lent.includes(out.buf)) reused++;
     out.lend();
   }
-  // 140 MB given back; the bound keeps well under half of it.
-  assert.ok(reused >= 1 && reused <= 10, `${reused} of 20 buffers of 7 MB kept`);
+  // 320 MB given back; the bound keeps under a third of it.
+  assert.ok(reused >= 1 && reused <= 6, `${reused} of 20 buffers of 16 MB kept`);
 });
 
 test.run();
