@@ -44,10 +44,11 @@ export interface Domains {
  * Neighbouring fields of small domains (type, anon, works, services) are
  * written together from a table of every combination of their values, with
  * the keys between them: a fixed number of word copies and no branch per row.
- * A group grows while its table stays within these bounds.
+ * A group grows while its table stays within these bounds (a long service
+ * name ends a group, so the copy never grows past 32 words).
  */
 const MAX_COMBINATIONS = 256;
-const MAX_TABLE_BYTES = 64 * 1024;
+const MAX_ENTRY_BYTES = 256;
 
 /** A piece of a row: constant bytes, or code that writes a value. */
 type Part = Uint8Array | string;
@@ -208,7 +209,7 @@ export function compileRowWriter(shape: RowShape, domains: Domains): RowWriter {
       const grown = [...members, { ...next, key: shape.keys[k] }];
       if (table.lengths.length * next.values.length > MAX_COMBINATIONS) break;
       const grownTable = groupTable(grown);
-      if (grownTable.bytes.length > MAX_TABLE_BYTES) break;
+      if (grownTable.stride > MAX_ENTRY_BYTES) break;
       members.push(grown[grown.length - 1]);
       table = grownTable;
     }

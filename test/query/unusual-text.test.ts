@@ -17,7 +17,8 @@ const NAMES = [
   '😀\u007f', 'ÿ\u007f', '\u{10FFFF}\u007f', 'tab\there', 'quote"back\\slash', 'new\nline', '\u0000\u0001\u001f', '\ud800', 'a\udfffb',
   'Санкт-Петербург', 'ab\u2028cd', 'a'.repeat(9), '😀'.repeat(9),
 ];
-const SERVICES = ['telegram', 'Öffi', '東京😀', 'x\u007f', 'google', 'a"b', 'seven77', 'eight888'];
+// The long name is past what one table of service combinations takes.
+const SERVICES = ['telegram', 'Öffi', '東京😀', 'x\u007f', 'google', 'a"b', 'seven77', 'eight888', 'long'.repeat(80)];
 const LONG_CITY = '東京'.repeat(12) + '😀x';
 const PINGS = [0, 1, 7, 10, 999, 1000, 1001, 12_345, 123_456_789, 1e21];
 
