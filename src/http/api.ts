@@ -9,14 +9,17 @@ import { readQuery } from '../query/query-string.js';
 import { execute } from '../query/execute.js';
 import { narrowBody, renderBody } from '../render/body.js';
 import { OutputBuffer } from '../render/output-buffer.js';
+import { BodyStream } from '../render/stream.js';
 import { DEFAULT_SERVICES } from '../snapshot/format.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { Metrics } from './metrics.js';
 import type { ResponseCache } from './response-cache.js';
-import { send, sendError, whenSent, type Headers } from './send.js';
+import { send, sendChunks, sendError, whenSent, type Headers } from './send.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 
 export const MAX_TARGET_BYTES = 8192;
+/** Chunk buffers of finished streams kept for the next ones. */
+const MAX_IDLE_CHUNK_BUFFERS = 16;
 
 const TEXT = 'text/plain; charset=utf-8';
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -75,6 +78,20 @@ export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRe
     const lent = out.lend();
     whenSent(res, () => out.giveBack(lent));
   };
+  /** Each body being streamed writes its chunks into a buffer of its own, reused by the next streams. */
+  const chunkBuffers: OutputBuffer[] = [];
+  const stream = (res: HttpResponse, headers: Headers, body: BodyStream, head: boolean): void => {
+    const chunks = chunkBuffers.pop() ?? new OutputBuffer();
+    const recycle = (): void => {
+      if (chunkBuffers.length < MAX_IDLE_CHUNK_BUFFERS) chunkBuffers.push(chunks);
+    };
+    if (sendChunks(res, '200 OK', headers, body.total, () => body.next(chunks), head)) {
+      body.detach();
+      whenSent(res, recycle);
+    } else {
+      recycle();
+    }
+  };
   return (res, req, head) => {
     const query = req.getQuery();
     if (targetTooLong(req.getUrl(), query)) return sendError(res, '414 URI Too Long', 'Request URI too long', head);
@@ -111,8 +128,9 @@ export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRe
     const end = store.prefixEnd(nowS - plan.time);
     const headers = rate.length > 0 ? [...SUCCESS_HEADERS[plan.get], ...rate] : SUCCESS_HEADERS[plan.get];
     if (!deps.cache.enabled) {
-      out.reset();
       const n = execute(store, plan, end);
+      if (BodyStream.suits(store, plan, n)) return stream(res, headers, new BodyStream(store, plan, store.scratch.rows, n), head);
+      out.reset();
       renderBody(out, store, plan, store.scratch.rows, n, nowMs);
       if (send(res, '200 OK', headers, out.view(), head)) lendUntilSent(res);
       return;

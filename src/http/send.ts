@@ -32,7 +32,9 @@ interface Pending {
   rest: Uint8Array;
   /** The write offset at which `rest` begins. */
   restBase: number;
-  /** Sent after `rest`. */
+  /** For a body written in chunks: writes the next one once `rest` is sent (null at the end). */
+  more: (() => Uint8Array | null) | null;
+  /** Sent after `rest` (and the chunks). */
   tail: Uint8Array;
   total: number;
   offset: number;
@@ -77,15 +79,29 @@ const STALL_LIMIT_MS = 60_000;
 let pusher: NodeJS.Timeout | null = null;
 
 /**
- * Offers the socket the rest of a pending body from `offset`, then its tail:
- * [more may be written now, finished]. `tryEnd` keeps nothing it could not
- * write; what it did not take is offered again from the new write offset.
+ * Offers the socket the rest of a pending body from `offset`, then its next
+ * chunks while it takes them whole, then its tail: [more may be written now,
+ * finished]. `tryEnd` keeps nothing it could not write; what it did not take
+ * is offered again from the new write offset.
  */
 function sendRest(res: HttpResponse, p: Pending, offset: number): [boolean, boolean] {
-  const at = offset - p.restBase;
-  if (at >= p.rest.length) return res.tryEnd(p.tail.subarray(at - p.rest.length), p.total);
-  const [ok, finished] = res.tryEnd(p.rest.subarray(at), p.total);
-  return ok && !finished ? res.tryEnd(p.tail, p.total) : [ok, finished];
+  for (;;) {
+    const at = offset - p.restBase;
+    if (at >= p.rest.length && p.more) {
+      const chunk = p.more();
+      if (chunk) {
+        p.rest = chunk;
+        p.restBase = offset;
+        continue;
+      }
+      p.more = null;
+    }
+    if (at >= p.rest.length) return res.tryEnd(p.tail.subarray(at - p.rest.length), p.total);
+    const [ok, finished] = res.tryEnd(p.rest.subarray(at), p.total);
+    if (!ok || finished) return [ok, finished];
+    if (!p.more) return res.tryEnd(p.tail, p.total);
+    offset = res.getWriteOffset();
+  }
 }
 
 /** Tries to send more of a pending body; false once it is finished or given up. */
@@ -124,21 +140,35 @@ const NO_TAIL = new Uint8Array(0);
  * lent to it, and `whenSent` tells when it may be reused).
  */
 export function send(res: HttpResponse, status: string, headers: Headers, body: Uint8Array, head: boolean, tail: Uint8Array | null = null): boolean {
-  const total = body.length + (tail?.length ?? 0);
+  return start(res, status, headers, head, { rest: body, restBase: 0, more: null, tail: tail ?? NO_TAIL, total: body.length + (tail?.length ?? 0), offset: 0, progressAtMs: 0, done: null });
+}
+
+/**
+ * The same for a body of `total` bytes written a chunk at a time: `next`
+ * writes the next chunk and returns it (null after the last), and is called
+ * again only once the socket has taken the whole chunk before. True when the
+ * body is still being sent: `next` is then called later, from writable
+ * events, and what it reads must stay valid until `whenSent`.
+ */
+export function sendChunks(res: HttpResponse, status: string, headers: Headers, total: number, next: () => Uint8Array | null, head: boolean): boolean {
+  return start(res, status, headers, head, { rest: NO_TAIL, restBase: 0, more: next, tail: NO_TAIL, total, offset: 0, progressAtMs: 0, done: null });
+}
+
+function start(res: HttpResponse, status: string, headers: Headers, head: boolean, p: Pending): boolean {
   lastStatus = status;
-  lastBytes = total;
+  lastBytes = p.total;
   sentCount++;
   let pending = false;
   res.cork(() => {
     res.writeStatus(status);
     for (const [name, value] of headers) res.writeHeader(name, value);
     if (head) {
-      res.writeHeader('Content-Length', String(total));
+      res.writeHeader('Content-Length', String(p.total));
       res.endWithoutBody();
       return;
     }
     const base = res.getWriteOffset();
-    const p: Pending = { rest: body, restBase: base, tail: tail ?? NO_TAIL, total, offset: base, progressAtMs: 0, done: null };
+    p.restBase = p.offset = base;
     const [, done] = sendRest(res, p, base);
     if (done) return;
     pending = true;

@@ -2,7 +2,7 @@ import { ANONS, RECORD_FIELDS, TYPES } from '../snapshot/format.js';
 import type { Store } from '../store/store.js';
 import { utf8 as enc } from '../store/encode.js';
 import type { OutputBuffer } from './output-buffer.js';
-import { compileRowWriter, type RowWriter } from './row-writer.js';
+import { compileRowWriter, type RowMeasure, type RowWriter } from './row-writer.js';
 
 /**
  * JSON written byte for byte as `JSON.stringify(value, null, 2)` (pretty) or
@@ -35,6 +35,7 @@ export interface JsonShape {
 
 interface Template {
   writeRows: RowWriter;
+  measureRows: RowMeasure;
   containerClose: Uint8Array;
   rowBound: number;
 }
@@ -68,7 +69,7 @@ function buildTemplate(store: Store, shape: JsonShape): Template {
   codes.forEach((code, i) => {
     rowBound += keys[i].length + (code >= SERVICE ? 5 : code === F.ping ? store.maxPingText : code === F.city ? store.maxCityJson : MAX_VALUE[code]);
   });
-  const writeRows = compileRowWriter(
+  const { writeRows, measureRows } = compileRowWriter(
     {
       codes,
       keys,
@@ -82,7 +83,7 @@ function buildTemplate(store: Store, shape: JsonShape): Template {
     },
     DOMAINS,
   );
-  return { writeRows, containerClose: enc(`${nl(shape.depth - 1)}${object ? '}' : ']'}`), rowBound };
+  return { writeRows, measureRows, containerClose: enc(`${nl(shape.depth - 1)}${object ? '}' : ']'}`), rowBound };
 }
 
 const EMPTY = { array: enc('[]'), object: enc('{}') };
@@ -103,16 +104,36 @@ export function emptyContainer(shape: JsonShape): Uint8Array {
  * close, are the body for `rows[0..k)`.
  */
 export function renderJson(out: OutputBuffer, store: Store, rows: Uint32Array, n: number, shape: JsonShape, lang: 'ru' | 'en', ends: Uint32Array | null = null): void {
+  renderJsonPart(out, store, rows, 0, n, n, shape, lang, ends);
+}
+
+/**
+ * Writes the part of that body that holds `rows[from..to)`: the container's
+ * opening before the first row, its close after row n - 1.
+ */
+export function renderJsonPart(out: OutputBuffer, store: Store, rows: Uint32Array, from: number, to: number, n: number, shape: JsonShape, lang: 'ru' | 'en', ends: Uint32Array | null = null): void {
   if (n === 0) {
     out.append(EMPTY[shape.format]);
     return;
   }
   const t = templateFor(store, shape);
-  // One reservation for the worst case of the whole body: no growth while writing rows.
-  const buf = out.reserve(2 + n * t.rowBound + t.containerClose.length);
+  // One reservation for the worst case of the whole part: no growth while writing rows.
+  const buf = out.reserve(1 + (to - from) * t.rowBound + t.containerClose.length);
   let pos = out.pos;
-  buf[pos++] = shape.format === 'object' ? 123 : 91;
-  pos = t.writeRows(buf, pos, rows, n, store, lang, ends);
+  if (from === 0) buf[pos++] = shape.format === 'object' ? 123 : 91;
+  pos = t.writeRows(buf, pos, rows, from, to, store, lang, ends);
   out.pos = pos;
-  out.append(t.containerClose);
+  if (to === n) out.append(t.containerClose);
+}
+
+/** The bytes of the whole body for `rows[0..n)`, from the lengths of its values. */
+export function jsonLength(store: Store, rows: Uint32Array, n: number, shape: JsonShape, lang: 'ru' | 'en'): number {
+  if (n === 0) return EMPTY[shape.format].length;
+  const t = templateFor(store, shape);
+  return 1 + t.measureRows(rows, 0, n, store, lang) + t.containerClose.length;
+}
+
+/** An upper bound of the bytes one row takes. */
+export function jsonRowBound(store: Store, shape: JsonShape): number {
+  return templateFor(store, shape).rowBound;
 }

@@ -2,14 +2,18 @@ import type { Store } from '../store/store.js';
 import { dataView } from './output-buffer.js';
 
 /**
- * Writes the JSON of many rows. Compiled once per output shape (fields,
- * split_ip, pretty, format, nesting): the field order is unrolled, keys,
- * quotes and punctuation between two values merge into one constant run, and
- * no per-field dispatch is left in the loop. The generated source holds only
- * numbers and fixed names: no text from a request or a snapshot ever becomes
- * code. With `ends`, the position after each row is recorded there.
+ * Writes the JSON of rows[from..to), each but the very first (from = 0)
+ * after a comma, and returns the new position. Compiled once per output shape
+ * (fields, split_ip, pretty, format, nesting): the field order is unrolled,
+ * keys, quotes and punctuation between two values merge into one constant
+ * run, and no per-field dispatch is left in the loop. The generated source
+ * holds only numbers and fixed names: no text from a request or a snapshot
+ * ever becomes code. With `ends`, the position after row i is ends[i].
  */
-export type RowWriter = (buf: Uint8Array, pos: number, rows: Uint32Array, n: number, store: Store, lang: 'ru' | 'en', ends: Uint32Array | null) => number;
+export type RowWriter = (buf: Uint8Array, pos: number, rows: Uint32Array, from: number, to: number, store: Store, lang: 'ru' | 'en', ends: Uint32Array | null) => number;
+
+/** The bytes that RowWriter writes for rows[from..to), computed from the value lengths alone. */
+export type RowMeasure = (rows: Uint32Array, from: number, to: number, store: Store, lang: 'ru' | 'en') => number;
 
 export interface RowShape {
   /** Field codes: 0..9 the record fields in canonical order, 10 + i service i. */
@@ -50,8 +54,14 @@ export interface Domains {
 const MAX_COMBINATIONS = 256;
 const MAX_ENTRY_BYTES = 256;
 
-/** A piece of a row: constant bytes, or code that writes a value. */
-type Part = Uint8Array | string;
+/** Code that writes a value at `pos` and moves `pos` past it, and code that adds its length to `len`. */
+interface Value {
+  write: string;
+  measure: string;
+}
+
+/** A piece of a row: constant bytes, or a value. */
+type Part = Uint8Array | Value;
 
 const ascii = (s: string): Uint8Array => Uint8Array.from(s, (ch) => ch.charCodeAt(0));
 const QUOTE = ascii('"');
@@ -92,23 +102,29 @@ function bytes(b: Uint8Array): string {
 }
 
 /**
- * Copies the value [from, to) of the byte column `<src>V`, at most
- * `count` words long: always `count` whole words from its start, then `pos`
- * moves by the value's length. No branch on the length, which varies from
- * row to row and would be mispredicted. The words read past the value stay
- * within the column (READ_SLACK); the bytes written past it are overwritten
- * by the next writes, and the row bound leaves room for them. Moving UTF-8
- * as doubles is exact (see `copyWords`); `to` may use the start `s`.
+ * Copies the value of the byte column `<src>V` that starts at `from` and is
+ * `length` bytes (an expression that may use the start `s`), at most `count`
+ * words: always `count` whole words from its start, then `pos` moves by the
+ * value's length. No branch on the length, which varies from row to row and
+ * would be mispredicted. The words read past the value stay within the
+ * column (READ_SLACK); the bytes written past it are overwritten by the next
+ * writes, and the row bound leaves room for them. Moving UTF-8 as doubles is
+ * exact (see `copyWords`).
  */
-function words(src: string, from: string, to: string, count: number): string {
-  let s = `{const s=${from};`;
-  for (let k = 0; k < count; k++) s += `dv.setFloat64(pos+${k * 8},${src}V.getFloat64(s+${k * 8},true),true);`;
-  return `${s}pos+=${to}-s;}`;
+function words(src: string, from: string, length: string, count: number): Value {
+  let write = `{const s=${from};`;
+  for (let k = 0; k < count; k++) write += `dv.setFloat64(pos+${k * 8},${src}V.getFloat64(s+${k * 8},true),true);`;
+  return { write: `${write}pos+=${length};}`, measure: `{const s=${from};len+=${length};}` };
 }
 
 /** Whole words to the value's end, however long: for a city longer than MAX_FIXED_WORDS words. */
-const wordsToEnd = (src: string, from: string, to: string): string =>
-  `{const e=${to};const d=pos-${from};for(let s=${from};s<e;s+=8)dv.setFloat64(d+s,${src}V.getFloat64(s,true),true);pos=d+e;}`;
+const wordsToEnd = (src: string, from: string, to: string): Value => ({
+  write: `{const e=${to};const d=pos-${from};for(let s=${from};s<e;s+=8)dv.setFloat64(d+s,${src}V.getFloat64(s,true),true);pos=d+e;}`,
+  measure: `len+=${to}-${from};`,
+});
+
+/** The same value code around a statement that binds what it reads. */
+const within = (before: string, v: Value): Value => ({ write: `{${before}${v.write}}`, measure: `{${before}${v.measure}}` });
 
 const wordsFor = (bytes: number): number => Math.max(1, Math.ceil(bytes / 8));
 
@@ -119,15 +135,15 @@ const MAX_PORT = 5;
 
 function valueParts(code: number, shape: RowShape): Part[] {
   switch (code) {
-    case 0: return [QUOTE, shape.splitIp ? words('lines', 'ls', 'ie', wordsFor(MAX_IP)) : words('lines', 'ls', 'ae', wordsFor(MAX_ADDRESS)), QUOTE];
-    case 1: return [QUOTE, words('lines', 'ie+1', 'ae', wordsFor(MAX_PORT)), QUOTE];
-    case 2: return [QUOTE, words('ipOut', 'ipOutO[r]', 'ipOutO[r+1]', wordsFor(MAX_IP)), QUOTE];
-    case 5: return [words('ping', 'pingO[r]', 'pingO[r+1]', wordsFor(shape.maxPing))];
-    case 6: return [QUOTE, words('tc', 'r*19', 's+19', wordsFor(19)), QUOTE];
-    case 7: return ['dv.setUint32(pos,countryV.getUint32(country[r]*4,true),true);pos+=4;'];
+    case 0: return [QUOTE, shape.splitIp ? words('lines', 'ls', 'ie-s', wordsFor(MAX_IP)) : words('lines', 'ls', 'ae-s', wordsFor(MAX_ADDRESS)), QUOTE];
+    case 1: return [QUOTE, words('lines', 'ie+1', 'ae-s', wordsFor(MAX_PORT)), QUOTE];
+    case 2: return [QUOTE, words('ipOut', 'ipOutO[r]', 'ipOutO[r+1]-s', wordsFor(MAX_IP)), QUOTE];
+    case 5: return [words('ping', 'pingO[r]', 'pingO[r+1]-s', wordsFor(shape.maxPing))];
+    case 6: return [QUOTE, words('tc', 'r*19', '19', wordsFor(19)), QUOTE];
+    case 7: return [{ write: 'dv.setUint32(pos,countryV.getUint32(country[r]*4,true),true);pos+=4;', measure: 'len+=4;' }];
     case 8: {
-      const copy = wordsFor(shape.maxCity) <= MAX_FIXED_WORDS ? words('city', 'cityO[id]', 'cityO[id+1]', wordsFor(shape.maxCity)) : wordsToEnd('city', 'cityO[id]', 'cityO[id+1]');
-      return [`{const id=city[r];${copy}}`];
+      const copy = wordsFor(shape.maxCity) <= MAX_FIXED_WORDS ? words('city', 'cityO[id]', 'cityO[id+1]-s', wordsFor(shape.maxCity)) : wordsToEnd('city', 'cityO[id]', 'cityO[id+1]');
+      return [within('const id=city[r];', copy)];
     }
     default: throw new Error(`field ${code} is written in a group`);
   }
@@ -170,10 +186,10 @@ function groupTable(members: ReadonlyArray<{ values: readonly Uint8Array[]; key:
 }
 
 /** Writes group `g`: whole words from its table, the padding after the value overwritten by the next writes. */
-function groupCode(g: number, table: GroupTable, index: string): string {
-  let s = `{const x=${index};const o=x*${table.stride};`;
-  for (let i = 0; i < table.stride; i += 8) s += `dv.setFloat64(pos+${i},g${g}V.getFloat64(o+${i},true),true);`;
-  return `${s}pos+=g${g}L[x];}`;
+function groupValue(g: number, table: GroupTable, index: string): Value {
+  let write = `const o=x*${table.stride};`;
+  for (let i = 0; i < table.stride; i += 8) write += `dv.setFloat64(pos+${i},g${g}V.getFloat64(o+${i},true),true);`;
+  return within(`const x=${index};`, { write: `${write}pos+=g${g}L[x];`, measure: `len+=g${g}L[x];` });
 }
 
 /** Joins neighbouring constants into one run. */
@@ -187,11 +203,9 @@ function merge(parts: Part[]): Part[] {
   return out;
 }
 
-const emit = (p: Part): string => (typeof p === 'string' ? p : bytes(p));
-
-export function compileRowWriter(shape: RowShape, domains: Domains): RowWriter {
+export function compileRowWriter(shape: RowShape, domains: Domains): { writeRows: RowWriter; measureRows: RowMeasure } {
   const parts: Part[] = [shape.open];
-  if (shape.object) parts.push(words('lines', 'ls', 'ae', wordsFor(MAX_ADDRESS)), shape.afterAddress);
+  if (shape.object) parts.push(words('lines', 'ls', 'ae-s', wordsFor(MAX_ADDRESS)), shape.afterAddress);
   const groups: GroupTable[] = [];
   for (let k = 0; k < shape.codes.length; ) {
     parts.push(shape.keys[k]);
@@ -214,26 +228,37 @@ export function compileRowWriter(shape: RowShape, domains: Domains): RowWriter {
       table = grownTable;
     }
     const index = members.reduce((expr, m, i) => (i === 0 ? m.read : `(${expr})*${m.values.length}+${m.read}`), '');
-    parts.push(groupCode(groups.length, table, index));
+    parts.push(groupValue(groups.length, table, index));
     groups.push(table);
   }
   parts.push(shape.codes.length === 0 ? ascii('}') : shape.close);
   const [first, ...rest] = merge(parts) as [Uint8Array, ...Part[]];
-  const body = [
-    'for(let i=0;i<n;i++){',
+  const values = rest.filter((p): p is Value => !(p instanceof Uint8Array));
+  const constantBytes = first.length + rest.reduce((n, p) => n + (p instanceof Uint8Array ? p.length : 0), 0);
+  const row = [
     'const r=rows[i];',
     shape.object || shape.codes.some((c) => c <= 1) ? 'const ls=lineOff[r];const ae=lineOff[r+1]-1;const ie=ls+ipLen[r];' : '',
+  ];
+  const writeLoop = [
+    'for(let i=from;i<to;i++){',
+    ...row,
     // The comma between records joins the first constant run.
     `if(i!==0){${bytes(Buffer.concat([ascii(','), first]))}}else{${bytes(first)}}`,
-    ...rest.map(emit),
+    ...rest.map((p) => (p instanceof Uint8Array ? bytes(p) : p.write)),
     'if(ends!==null)ends[i]=pos;',
     '}',
     'return pos;',
   ];
-  const source = `"use strict";
-return function writeRows(buf, pos, rows, n, store, lang, ends) {
-  const c = store.c;
-  const dv = view(buf);
+  const measureLoop = [
+    // Each row's constants, and a comma before each row but the very first.
+    `let len=(to-from)*${constantBytes + 1}-(from===0&&to>0?1:0);`,
+    'for(let i=from;i<to;i++){',
+    ...row,
+    ...values.map((v) => v.measure),
+    '}',
+    'return len;',
+  ];
+  const columns = `const c = store.c;
   const linesV = view(c.lines.bytes), lineOff = c.lines.off, ipLen = c.ipLen;
   const ipOutV = view(c.ipOut.bytes), ipOutO = c.ipOut.off;
   const pingV = view(c.pingText.bytes), pingO = c.pingText.off;
@@ -242,8 +267,18 @@ return function writeRows(buf, pos, rows, n, store, lang, ends) {
   ${groups.map((_, g) => `const g${g}V = view(groups[${g}].bytes), g${g}L = groups[${g}].lengths;`).join('\n  ')}
   const countryV = view(store.countryJson);
   const cityStrings = lang === 'ru' ? c.cityJsonRu : c.cityJsonEn;
-  const cityV = view(cityStrings.bytes), cityO = cityStrings.off;
-  ${body.join('\n  ')}
+  const cityV = view(cityStrings.bytes), cityO = cityStrings.off;`;
+  const source = `"use strict";
+return {
+  writeRows(buf, pos, rows, from, to, store, lang, ends) {
+  ${columns}
+  const dv = view(buf);
+  ${writeLoop.join('\n  ')}
+  },
+  measureRows(rows, from, to, store, lang) {
+  ${columns}
+  ${measureLoop.join('\n  ')}
+  },
 };`;
-  return new Function('groups', 'view', source)(groups, dataView) as RowWriter;
+  return new Function('groups', 'view', source)(groups, dataView) as { writeRows: RowWriter; measureRows: RowMeasure };
 }

@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
 import { randomQueries } from '../helpers/random-queries.js';
-import { TEST_NOW_S, startTestServer, type TestServer } from '../helpers/server.js';
+import { TEST_KEY, TEST_NOW_S, startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
  * The bitset engine, over HTTP, against the naive reference: byte for byte on
@@ -50,6 +50,20 @@ for (const cache of [true, false]) {
     // The generator must exercise both matches and no-matches.
     assert.ok(nonEmpty > QUERIES / 2, `only ${nonEmpty} queries matched anything`);
     assert.ok(nonEmpty < QUERIES, 'no query was a no-match');
+  });
+
+  test('whole-store bodies (written in chunks with the cache off) and their HEAD give the reference\'s bytes and length', async ({ t }) => {
+    const nowMs = t.clock.nowMs();
+    for (const q of [
+      'time=99999', 'time=99999&type_prefix=1', 'time=99999&type=socks4,socks5', 'get=json&time=99999', 'get=json&time=99999&format=object&lang=en',
+      'get=json&time=99999&fields=ip,port,city&split_ip=1&pretty=0', 'get=json&time=99999&works=50&service=telegram', 'get=json&time=99999&wrap=1',
+    ]) {
+      const want = referenceAnswer(q, nowMs);
+      const body = await (await t.api(q)).text();
+      if (body !== want.body) assert.fixture(body, want.body, `body of ?${q}`);
+      const head = await fetch(`${t.base}/api?key=${TEST_KEY}&${q}`, { method: 'HEAD' });
+      assert.is(head.headers.get('content-length'), String(Buffer.byteLength(want.body)), `HEAD of ?${q}`);
+    }
   });
 
   test('the default window includes age 600 s and excludes 601 s', async ({ t }) => {
