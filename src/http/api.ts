@@ -9,7 +9,7 @@ import { readQuery } from '../query/query-string.js';
 import { execute } from '../query/execute.js';
 import { narrowBody, renderBody } from '../render/body.js';
 import { OutputBuffer } from '../render/output-buffer.js';
-import { BodyStream } from '../render/stream.js';
+import { JsonStream } from '../render/stream.js';
 import { DEFAULT_SERVICES } from '../snapshot/format.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { Metrics } from './metrics.js';
@@ -19,7 +19,7 @@ import type { HttpRequest, HttpResponse } from './uws.js';
 
 export const MAX_TARGET_BYTES = 8192;
 /** Chunk buffers of finished streams kept for the next ones. */
-const MAX_IDLE_CHUNK_BUFFERS = 16;
+const MAX_IDLE_CHUNK_BUFFERS = 4;
 
 const TEXT = 'text/plain; charset=utf-8';
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -80,7 +80,7 @@ export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRe
   };
   /** Each body being streamed writes its chunks into a buffer of its own, reused by the next streams. */
   const chunkBuffers: OutputBuffer[] = [];
-  const stream = (res: HttpResponse, headers: Headers, body: BodyStream, head: boolean): void => {
+  const stream = (res: HttpResponse, headers: Headers, body: JsonStream, head: boolean): void => {
     const chunks = chunkBuffers.pop() ?? new OutputBuffer();
     const recycle = (): void => {
       if (chunkBuffers.length < MAX_IDLE_CHUNK_BUFFERS) chunkBuffers.push(chunks);
@@ -129,7 +129,7 @@ export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRe
     const headers = rate.length > 0 ? [...SUCCESS_HEADERS[plan.get], ...rate] : SUCCESS_HEADERS[plan.get];
     if (!deps.cache.enabled) {
       const n = execute(store, plan, end);
-      if (BodyStream.suits(store, plan, n)) return stream(res, headers, new BodyStream(store, plan, store.scratch.rows, n), head);
+      if (JsonStream.suits(store, plan, n)) return stream(res, headers, new JsonStream(store, plan, store.scratch.rows, n), head);
       out.reset();
       renderBody(out, store, plan, store.scratch.rows, n, nowMs);
       if (send(res, '200 OK', headers, out.view(), head)) lendUntilSent(res);

@@ -7,8 +7,6 @@ import { copyWords, dataView, type OutputBuffer } from './output-buffer.js';
 const PREFIX = packStrings(TYPES.map((t) => `${t}://`));
 const PREFIX_VIEW = dataView(PREFIX.bytes);
 const MAX_PREFIX = Math.max(...TYPES.map((t) => t.length + 3));
-/** An upper bound of the bytes one row takes. */
-export const txtRowBound = (typePrefix: boolean): number => MAX_LINE_BYTES + (typePrefix ? MAX_PREFIX : 0);
 /** Runs longer than this are copied with `set`, whose fixed cost then pays off. */
 const LONG_RUN = 64;
 
@@ -20,7 +18,7 @@ export function renderTxt(out: OutputBuffer, store: Store, rows: Uint32Array, n:
   const { bytes, off } = store.c.lines;
   const lines = dataView(bytes);
   // One reservation for the worst case: no growth check per row.
-  const buf = out.reserve(n * txtRowBound(typePrefix));
+  const buf = out.reserve(n * (MAX_LINE_BYTES + (typePrefix ? MAX_PREFIX : 0)));
   const dv = dataView(buf);
   let pos = out.pos;
   if (typePrefix) {
