@@ -43,7 +43,7 @@ export class JsonStream {
    * between requests (one send). A larger one would need a buffer of its own
    * per response in flight, faulted in afresh each time: on 1,000,000 records
    * with the cache off, streaming the 57 MB dump took the mix from 0.28x to
-   * 0.55x of the ceiling, and the server from 840 to 260 MB. (Text rows are
+   * 0.57x of the ceiling, and the server from 840 to 294 MB. (Text rows are
    * a tenth of the size: a txt body that large would take 760,000 rows.)
    */
   static suits(store: Store, plan: Plan, n: number): boolean {
