@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BENCH_KEY, CLI, generateSnapshot, startPinned, stop, waitFor, wrk, writeBenchKeys } from './harness.js';
 import { QUERY_MIX } from './mix.js';
+import { freePorts } from '../test/helpers/cli.js';
 
 const RATES = [10_000, 5_000, 2_000];
 const work = mkdtempSync(join(tmpdir(), 'proxylist-rate-'));
@@ -20,7 +21,7 @@ const keys = join(work, 'keys.json');
 generateSnapshot(snapshot, 100_000, Math.floor(Date.now() / 1000));
 writeBenchKeys(keys);
 const paths = QUERY_MIX.map((q) => `/api?key=${BENCH_KEY}${q ? '&' + q : ''}`);
-const port = 36000 + Math.floor(Math.random() * 1000);
+const [port, ceilingPort] = await freePorts(2);
 
 const results: Record<string, unknown[]> = {};
 const server = startPinned(process.execPath, [CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn']);
@@ -36,10 +37,10 @@ try {
     entries.push({ path, contentType: res.headers.get('content-type'), disposition: res.headers.get('content-disposition'), file });
   }
   writeFileSync(index, JSON.stringify(entries));
-  const ceiling = startPinned(process.execPath, [fileURLToPath(new URL('./contenders/ceiling.js', import.meta.url)), index, String(port + 1)]);
+  const ceiling = startPinned(process.execPath, [fileURLToPath(new URL('./contenders/ceiling.js', import.meta.url)), index, String(ceilingPort)]);
   try {
-    await waitFor(`http://127.0.0.1:${port + 1}${paths[0]}`, 30_000, (s) => s === 200);
-    for (const [name, target] of [['proxylist, cache on', port], ['uWS ceiling', port + 1]] as const) {
+    await waitFor(`http://127.0.0.1:${ceilingPort}${paths[0]}`, 30_000, (s) => s === 200);
+    for (const [name, target] of [['proxylist, cache on', port], ['uWS ceiling', ceilingPort]] as const) {
       results[name] = [];
       wrk(target, paths, 2, work); // warm-up
       for (const rate of RATES) {

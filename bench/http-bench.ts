@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BENCH_KEY, CLI, generateSnapshot, serverMemory, sleep, startPinned, stop, waitFor, wrkMedian, writeBenchKeys, type WrkResult } from './harness.js';
 import { QUERY_MIX } from './mix.js';
+import { freePorts } from '../test/helpers/cli.js';
 
 const quick = process.argv.includes('--quick');
 const sizes = quick ? [100_000] : [100_000, 1_000_000];
@@ -82,8 +83,7 @@ async function benchSize(records: number, work: string): Promise<Record<string, 
   generateSnapshot(snapshot, records, Math.floor(Date.now() / 1000));
   writeBenchKeys(keys);
   const paths = QUERY_MIX.map((q) => `/api?key=${BENCH_KEY}${q ? '&' + q : ''}`);
-  const basePort = 25000 + Math.floor(Math.random() * 10000);
-  const serverPort = basePort;
+  const [serverPort, cacheOffPort, ceilingPort, naivePort, nginxPort] = await freePorts(5);
 
   const server = startPinned(process.execPath, [CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(serverPort), '--host', '127.0.0.1', '--log-level', 'warn']);
   const rows: Array<{ name: string; rss_mb?: number; heap_used_mb?: number } & WrkResult & { runs_rps: number[] }> = [];
@@ -104,15 +104,15 @@ async function benchSize(records: number, work: string): Promise<Record<string, 
 
     const contenders: Array<{ name: string; port: number; fixed?: boolean; start?: () => ChildProcess }> = [
       { name: 'proxylist, cache on', port: serverPort },
-      { name: 'proxylist, cache off', port: basePort + 1, start: () => startPinned(process.execPath, [CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(basePort + 1), '--host', '127.0.0.1', '--log-level', 'warn', '--cache-mb', '0']) },
-      { name: 'uWS ceiling (precomputed bodies)', port: basePort + 2, fixed: true, start: () => startPinned(process.execPath, [here('./contenders/ceiling.js'), index, String(basePort + 2)]) },
-      { name: 'naive peer (node:http + Array.filter + JSON.stringify)', port: basePort + 3, start: () => startPinned(process.execPath, ['--max-old-space-size=8192', here('./contenders/naive-server.js'), snapshot, String(basePort + 3), BENCH_KEY]) },
+      { name: 'proxylist, cache off', port: cacheOffPort, start: () => startPinned(process.execPath, [CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(cacheOffPort), '--host', '127.0.0.1', '--log-level', 'warn', '--cache-mb', '0']) },
+      { name: 'uWS ceiling (precomputed bodies)', port: ceilingPort, fixed: true, start: () => startPinned(process.execPath, [here('./contenders/ceiling.js'), index, String(ceilingPort)]) },
+      { name: 'naive peer (node:http + Array.filter + JSON.stringify)', port: naivePort, start: () => startPinned(process.execPath, ['--max-old-space-size=8192', here('./contenders/naive-server.js'), snapshot, String(naivePort), BENCH_KEY]) },
     ];
     if (!quick && existsSync(NGINX)) {
       mkdirSync(join(work, 'nginx', 'bodies'), { recursive: true });
       const conf = join(work, 'nginx', 'nginx.conf');
-      writeFileSync(conf, nginxConfig(join(work, 'nginx'), basePort + 4, captured));
-      contenders.splice(3, 0, { name: 'nginx static files (precomputed bodies)', port: basePort + 4, fixed: true, start: () => startPinned(NGINX, ['-c', conf, '-e', join(work, 'nginx', 'nginx-error.log')]) });
+      writeFileSync(conf, nginxConfig(join(work, 'nginx'), nginxPort, captured));
+      contenders.splice(3, 0, { name: 'nginx static files (precomputed bodies)', port: nginxPort, fixed: true, start: () => startPinned(NGINX, ['-c', conf, '-e', join(work, 'nginx', 'nginx-error.log')]) });
     }
 
     for (const c of contenders) {

@@ -9,11 +9,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePorts } from '../test/helpers/cli.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const LUA = fileURLToPath(new URL('../../bench/wrk/rotate.lua', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'proxylist-limits-'));
-const port = 24000 + Math.floor(Math.random() * 10000);
+const [port] = await freePorts(1);
 const snapshot = join(dir, 'snapshot.msgpack');
 const keys = join(dir, 'keys.json');
 execFileSync(process.execPath, [CLI, 'snapshot', 'generate', '--records', '100000', '--out', snapshot]);

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BENCH_KEY, CLI, generateSnapshot, sleep, startPinned, startWrk, stop, waitFor, wrk, writeBenchKeys } from './harness.js';
 import { QUERY_MIX } from './mix.js';
+import { freePorts } from '../test/helpers/cli.js';
 
 const RELOADS = 10;
 const work = mkdtempSync(join(tmpdir(), 'proxylist-reload-load-'));
@@ -23,7 +24,7 @@ versions.forEach((file, i) => generateSnapshot(file, 1_000_000, now, i + 1));
 execFileSync('cp', [versions[0], path]);
 writeBenchKeys(keys);
 const paths = QUERY_MIX.map((q) => `/api?key=${BENCH_KEY}${q ? '&' + q : ''}`);
-const port = 37000 + Math.floor(Math.random() * 1000);
+const [port] = await freePorts(1);
 const reloadsOk = async () => ((await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { reloads: { ok: number; failed: number } }).reloads;
 
 const server = startPinned(process.execPath, [CLI, 'serve', '--snapshot', path, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn']);

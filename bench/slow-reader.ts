@@ -8,6 +8,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePorts } from '../test/helpers/cli.js';
 import { atRate, throttledRead } from '../test/helpers/slow-read.js';
 import { BENCH_KEY, CLI, generateSnapshot, serverMemory, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys } from './harness.js';
 
@@ -20,7 +21,7 @@ const keys = join(work, 'keys.json');
 const now = Math.floor(Date.now() / 1000);
 generateSnapshot(snapshot, 65_000, now);
 writeBenchKeys(keys);
-const port = 38000 + Math.floor(Math.random() * 1000);
+const [port] = await freePorts(1);
 const base = `http://127.0.0.1:${port}`;
 const dump = `/api?key=${BENCH_KEY}&get=json&time=99999`;
 const small = [`/api?key=${BENCH_KEY}&type=http&count=100`, `/api?key=${BENCH_KEY}&get=json&country=us&count=20`];

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BENCH_KEY, CLI, generateSnapshot, serverMemory, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, type WrkResult } from './harness.js';
 import { QUERY_MIX } from './mix.js';
+import { freePorts } from '../test/helpers/cli.js';
 
 const recordsArg = process.argv.indexOf('--records');
 const RECORDS = recordsArg > 0 ? Number(process.argv[recordsArg + 1]) : 100_000;
@@ -31,7 +32,7 @@ const versions = [1, 2, 3].map((seed) => {
 copyFileSync(versions[0], path);
 writeBenchKeys(keys);
 const paths = QUERY_MIX.map((q) => `/api?key=${BENCH_KEY}${q ? '&' + q : ''}`);
-const port = 39000 + Math.floor(Math.random() * 1000);
+const [port] = await freePorts(1);
 const health = async () => ((await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { reloads: { ok: number; failed: number } }).reloads;
 
 /** Publishes version i like a checker: a temporary file in the folder, renamed over the path; waits until it is served. */

@@ -40,18 +40,21 @@ export async function exitWithin(child: Child, ms: number): Promise<number | nul
   }
 }
 
-/** A port for a server started as a process: the kernel's free-port pick cannot be handed to a child. */
 /**
- * A port free right now, from the system: a number picked at random could be
- * the local port of one of the many client sockets the tests open.
+ * Distinct ports free right now, from the system, for servers started as
+ * processes (which cannot be handed the kernel's pick of port 0). A number
+ * picked at random could be the local port of one of the many client sockets
+ * that tests and benchmarks open.
  */
-export async function freePort(): Promise<string> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return String(port);
+export async function freePorts(count: number): Promise<number[]> {
+  const probes = Array.from({ length: count }, () => createServer());
+  await Promise.all(probes.map((probe) => new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))));
+  const ports = probes.map((probe) => (probe.address() as AddressInfo).port);
+  await Promise.all(probes.map((probe) => new Promise((resolve) => probe.close(resolve))));
+  return ports;
 }
+
+export const freePort = async (): Promise<string> => String((await freePorts(1))[0]);
 
 /** Waits until the server on `port` answers /health with 200 (API.md 4: ready). */
 export function untilReady(port: string | number, ms = 10_000): Promise<void> {
