@@ -129,7 +129,8 @@ export function createApiHandler(deps: ApiDeps): (res: HttpResponse, req: HttpRe
     const headers = rate.length > 0 ? [...SUCCESS_HEADERS[plan.get], ...rate] : SUCCESS_HEADERS[plan.get];
     if (!deps.cache.enabled) {
       const n = execute(store, plan, end);
-      if (JsonStream.suits(store, plan, n)) return stream(res, headers, new JsonStream(store, plan, store.scratch.rows, n), head);
+      const body = JsonStream.open(store, plan, store.scratch.rows, n);
+      if (body) return stream(res, headers, body, head);
       out.reset();
       renderBody(out, store, plan, store.scratch.rows, n, nowMs);
       if (send(res, '200 OK', headers, out.view(), head)) lendUntilSent(res);

@@ -28,7 +28,7 @@ export class OutputBuffer {
 
   reset(): void {
     if (this.buf.length > RETAIN_LIMIT) {
-      this.keepSpare(this.buf);
+      this.giveBack(this.buf);
       this.buf = new Uint8Array(PAGE);
     }
     this.pos = 0;
@@ -48,10 +48,6 @@ export class OutputBuffer {
     return lent;
   }
 
-  /** Takes back a lent buffer whose bytes nobody reads any more. */
-  giveBack(buf: Uint8Array): void {
-    this.keepSpare(buf);
-  }
 
   /**
    * Room for `bytes` more. Growth prefers a spare; otherwise it is not
@@ -70,7 +66,7 @@ export class OutputBuffer {
         grown = new Uint8Array(raw.buffer, raw.byteOffset, size);
       }
       grown.set(this.buf.subarray(0, this.pos));
-      this.keepSpare(this.buf);
+      this.giveBack(this.buf);
       this.buf = grown;
     }
     return this.buf;
@@ -89,7 +85,8 @@ export class OutputBuffer {
     return spare;
   }
 
-  private keepSpare(buf: Uint8Array): void {
+  /** Takes back a lent (or outgrown) buffer whose bytes nobody reads any more, as a spare while they fit. */
+  giveBack(buf: Uint8Array): void {
     if (buf.length <= PAGE || this.spareBytes + buf.length > SPARE_LIMIT) return;
     this.spares.push(buf);
     this.spareBytes += buf.length;

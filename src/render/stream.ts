@@ -19,35 +19,37 @@ export const CHUNK_BYTES = 4 * 1024 * 1024;
  */
 export class JsonStream {
   readonly total: number;
-  private rows: Uint32Array;
   /** Rows before this index of `rows` are written. */
   private at = 0;
   private readonly rowsPerChunk: number;
-  private readonly shape: JsonShape;
 
-  constructor(
+  private constructor(
     private readonly store: Store,
     private readonly plan: Plan,
-    rows: Uint32Array,
+    private readonly shape: JsonShape,
+    rowBound: number,
+    private rows: Uint32Array,
     private readonly n: number,
   ) {
-    this.rows = rows;
-    this.shape = jsonShape(plan);
-    this.total = jsonLength(store, rows, n, this.shape, plan.lang);
-    this.rowsPerChunk = Math.max(1, Math.floor(CHUNK_BYTES / jsonRowBound(store, this.shape)));
+    this.total = jsonLength(store, rows, n, shape, plan.lang);
+    this.rowsPerChunk = Math.max(1, Math.floor(CHUNK_BYTES / rowBound));
   }
 
   /**
-   * True when streaming pays: a bare JSON body that may take more than four
-   * chunks. A smaller one is faster rendered whole into the buffer kept
-   * between requests (one send). A larger one would need a buffer of its own
-   * per response in flight, faulted in afresh each time: on 1,000,000 records
-   * with the cache off, streaming the 57 MB dump took the mix from 0.28x to
-   * 0.57x of the ceiling, and the server from 840 to 294 MB. (Text rows are
-   * a tenth of the size: a txt body that large would take 760,000 rows.)
+   * The stream of `rows[0..n)` when streaming pays, else null: a bare JSON
+   * body that may take more than four chunks. A smaller one is faster
+   * rendered whole into the buffer kept between requests (one send). A larger
+   * one would need a buffer of its own per response in flight, faulted in
+   * afresh each time: on 1,000,000 records with the cache off, streaming the
+   * 57 MB dump took the mix from 0.28x to 0.57x of the ceiling, and the
+   * server from 840 to 294 MB. (Text rows are a tenth of the size: a txt body
+   * that large would take 760,000 rows.)
    */
-  static suits(store: Store, plan: Plan, n: number): boolean {
-    return plan.json && !plan.wrap && n * jsonRowBound(store, jsonShape(plan)) > 4 * CHUNK_BYTES;
+  static open(store: Store, plan: Plan, rows: Uint32Array, n: number): JsonStream | null {
+    if (!plan.json || plan.wrap) return null;
+    const shape = jsonShape(plan);
+    const rowBound = jsonRowBound(store, shape);
+    return n * rowBound > 4 * CHUNK_BYTES ? new JsonStream(store, plan, shape, rowBound, rows, n) : null;
   }
 
   /** Writes the next chunk into `out` from its start; null once the whole body is written. */
