@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { readQuery } from '../src/query/query-string.js';
 import { parsePlan } from '../src/query/parse.js';
 import { execute } from '../src/query/execute.js';
+import { QueryScratch } from '../src/query/scratch.js';
 import { renderBody } from '../src/render/body.js';
 import { OutputBuffer } from '../src/render/output-buffer.js';
 import { loadInWorker } from '../src/snapshot/load-in-worker.js';
@@ -52,14 +53,15 @@ try {
       const plan = parsePlan(readQuery('type=http&country=us&count=100'), store!.meta.services);
       if (!plan.ok) throw new Error(plan.message);
       const out = new OutputBuffer();
+      const scratch = new QueryScratch();
       const times: number[] = [];
       let bytes = 0;
       for (let i = 0; i < 10_000; i++) {
         const t0 = performance.now();
         out.reset();
         const end = store!.prefixEnd(Math.floor(Date.now() / 1000) - plan.plan.time);
-        const n = execute(store!, plan.plan, end);
-        renderBody(out, store!, plan.plan, store!.scratch.rows, n, Date.now());
+        const n = execute(store!, plan.plan, end, scratch);
+        renderBody(out, store!, plan.plan, scratch.rows, n, Date.now());
         times.push(performance.now() - t0);
         bytes = out.pos;
       }

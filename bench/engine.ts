@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { readQuery } from '../src/query/query-string.js';
 import { parsePlan } from '../src/query/parse.js';
 import { execute } from '../src/query/execute.js';
+import { QueryScratch } from '../src/query/scratch.js';
 import { renderBody } from '../src/render/body.js';
 import { OutputBuffer } from '../src/render/output-buffer.js';
 import { loadSnapshotFile } from '../src/snapshot/decode.js';
@@ -28,14 +29,15 @@ execFileSync(process.execPath, [CLI, 'snapshot', 'generate', '--records', String
 const { columns, meta } = loadSnapshotFile(file);
 const store = new Store(columns, meta, { file, loadedAtMs: Date.now(), generation: 1 });
 const out = new OutputBuffer();
+const scratch = new QueryScratch();
 
 function run(query: string): { ms: number; bytes: number } {
   const parsed = parsePlan(readQuery(query), store.meta.services);
   if (!parsed.ok) throw new Error(parsed.message);
   const t0 = performance.now();
   out.reset();
-  const n = execute(store, parsed.plan, store.prefixEnd(now - parsed.plan.time));
-  renderBody(out, store, parsed.plan, store.scratch.rows, n, now * 1000);
+  const n = execute(store, parsed.plan, store.prefixEnd(now - parsed.plan.time), scratch);
+  renderBody(out, store, parsed.plan, scratch.rows, n, now * 1000);
   return { ms: performance.now() - t0, bytes: out.pos };
 }
 const timed = (query: string, times: number) => {

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BENCH_KEY, CLI, generateSnapshot, startPinned, stop, waitFor, wrk, writeBenchKeys } from './harness.js';
+import { BENCH_KEY, captureBodies, CLI, generateSnapshot, startPinned, stop, waitFor, wrk, writeBenchKeys } from './harness.js';
 import { QUERY_MIX } from './mix.js';
 import { freePorts } from '../test/helpers/cli.js';
 
@@ -28,15 +28,7 @@ const server = startPinned(process.execPath, [CLI, 'serve', '--snapshot', snapsh
 try {
   await waitFor(`http://127.0.0.1:${port}/health`, 120_000, (s) => s === 200);
   // The ceiling answers with this server's bodies.
-  const index = join(work, 'ceiling.json');
-  const entries = [];
-  for (const [i, path] of paths.entries()) {
-    const res = await fetch(`http://127.0.0.1:${port}${path}`);
-    const file = join(work, `body-${i}`);
-    writeFileSync(file, Buffer.from(await res.arrayBuffer()));
-    entries.push({ path, contentType: res.headers.get('content-type'), disposition: res.headers.get('content-disposition'), file });
-  }
-  writeFileSync(index, JSON.stringify(entries));
+  const { index } = await captureBodies(port, paths, work);
   const ceiling = startPinned(process.execPath, [fileURLToPath(new URL('./contenders/ceiling.js', import.meta.url)), index, String(ceilingPort)]);
   try {
     await waitFor(`http://127.0.0.1:${ceilingPort}${paths[0]}`, 30_000, (s) => s === 200);

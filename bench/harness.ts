@@ -140,3 +140,41 @@ export function wrkMedian(port: number, paths: readonly string[], seconds: numbe
   const m = median(results.map((r) => r.rps));
   return { ...results.find((r) => r.rps === m)!, runs_rps: results.map((r) => r.rps) };
 }
+
+/** A body captured from this server, for a ceiling that serves it as it is. */
+export interface Captured {
+  path: string;
+  /** The headers a ceiling answers with: those of this server's answer. */
+  headers: Array<[string, string]>;
+  file: string;
+  body: Buffer;
+}
+
+const SERVED_HEADERS = ['content-type', 'cache-control', 'vary', 'content-disposition', 'content-encoding'];
+
+/**
+ * Fetches `paths` from this server (with `requestHeaders`, such as an
+ * Accept-Encoding), keeps each body in a file of `dir`, and writes the
+ * index a ceiling reads; returns the captures and the index's path.
+ */
+export async function captureBodies(port: number, paths: readonly string[], dir: string, requestHeaders: Record<string, string> = {}): Promise<{ captured: Captured[]; index: string }> {
+  const captured: Captured[] = [];
+  for (const [i, path] of paths.entries()) {
+    const body = await new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; bytes: Buffer }>((resolve, reject) => {
+      // node:http, which leaves an encoded body as it came.
+      get(`http://127.0.0.1:${port}${path}`, { agent: false, headers: requestHeaders }, (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (d: Buffer) => parts.push(d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, bytes: Buffer.concat(parts) }));
+      }).on('error', reject);
+    });
+    if (body.status !== 200) throw new Error(`${path}: status ${body.status}`);
+    const file = join(dir, `body-${i}`);
+    writeFileSync(file, body.bytes);
+    const headers = SERVED_HEADERS.filter((h) => body.headers[h] !== undefined).map((h): [string, string] => [h, String(body.headers[h])]);
+    captured.push({ path, headers, file, body: body.bytes });
+  }
+  const index = join(dir, 'ceiling.json');
+  writeFileSync(index, JSON.stringify(captured.map(({ body: _body, ...c }) => c)));
+  return { captured, index };
+}

@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BENCH_KEY, CLI, generateSnapshot, serverMemory, sleep, startPinned, stop, waitFor, wrkMedian, writeBenchKeys, type WrkResult } from './harness.js';
+import { BENCH_KEY, CLI, captureBodies, type Captured, generateSnapshot, serverMemory, sleep, startPinned, stop, waitFor, wrkMedian, writeBenchKeys, type WrkResult } from './harness.js';
 import { QUERY_MIX } from './mix.js';
 import { freePorts } from '../test/helpers/cli.js';
 
@@ -25,7 +25,6 @@ const SECONDS = quick ? 3 : 10;
 const NGINX = '/usr/sbin/nginx';
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
-interface Captured { path: string; contentType: string; disposition: string | null; file: string; body: Buffer }
 
 const normalize = (body: Buffer): string => body.toString('utf8').replace(/"timestamp": ?"[^"]+"/, '"timestamp":"T"');
 
@@ -55,8 +54,9 @@ async function verifyFixed(name: string, port: number, captured: Captured[]): Pr
 }
 
 function nginxConfig(dir: string, port: number, captured: Captured[]): string {
-  const map = captured.map((c, i) => `    "${c.path}" /${i}.${c.contentType.startsWith('application/json') ? 'json' : 'txt'};`).join('\n');
-  captured.forEach((c, i) => writeFileSync(join(dir, 'bodies', `${i}.${c.contentType.startsWith('application/json') ? 'json' : 'txt'}`), c.body));
+  const ext = (c: Captured) => (c.headers.some(([n, v]) => n === 'content-type' && v.startsWith('application/json')) ? 'json' : 'txt');
+  const map = captured.map((c, i) => `    "${c.path}" /${i}.${ext(c)};`).join('\n');
+  captured.forEach((c, i) => writeFileSync(join(dir, 'bodies', `${i}.${ext(c)}`), c.body));
   return `user root; worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/nginx-error.log;
 events { worker_connections 4096; }
 http {
@@ -71,7 +71,7 @@ ${map}
   server {
     listen 127.0.0.1:${port};
     root ${dir}/bodies;
-    location = /api { add_header Cache-Control no-store; try_files $body =404; }
+    location = /api { add_header Cache-Control "private, no-cache"; add_header Vary Accept-Encoding; try_files $body =404; }
   }
 }
 `;
@@ -90,16 +90,7 @@ async function benchSize(records: number, work: string): Promise<Record<string, 
   try {
     await waitFor(`http://127.0.0.1:${serverPort}/health`, 120_000, (s) => s === 200);
     mkdirSync(join(work, 'bodies'), { recursive: true });
-    const captured: Captured[] = [];
-    for (const [i, path] of paths.entries()) {
-      const r = await fetchBody(serverPort, path);
-      if (r.status !== 200) throw new Error(`${path}: status ${r.status}`);
-      const file = join(work, 'bodies', `ceiling-${i}`);
-      writeFileSync(file, r.body);
-      captured.push({ path, contentType: r.contentType, disposition: r.disposition, file, body: r.body });
-    }
-    const index = join(work, 'ceiling.json');
-    writeFileSync(index, JSON.stringify(captured.map(({ body: _body, ...c }) => c)));
+    const { captured, index } = await captureBodies(serverPort, paths, join(work, 'bodies'));
     console.error(`[${records}] mix bodies: ${captured.map((c) => c.body.length).join(', ')} bytes`);
 
     const contenders: Array<{ name: string; port: number; fixed?: boolean; start?: () => ChildProcess }> = [

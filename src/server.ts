@@ -8,8 +8,9 @@ import type { FollowOptions } from './core/follow-file.js';
 import { createLogger, type Logger } from './core/log.js';
 import { createApp } from './http/app.js';
 import { Metrics } from './http/metrics.js';
+import { BodySources } from './http/bodies.js';
 import { ResponseCache } from './http/response-cache.js';
-import { streaming } from './http/send.js';
+import { Sender } from './http/sender.js';
 import { loadUws, type TemplatedApp, type us_listen_socket } from './http/uws.js';
 import { SnapshotFeed } from './snapshot/snapshot-feed.js';
 
@@ -41,6 +42,7 @@ export interface RunningServer {
   feed: SnapshotFeed;
   keys: KeysFeed;
   cache: ResponseCache;
+  bodies: BodySources;
   limiter: MemoryLimiter;
   log: Logger;
   /** Stops accepting, lets bodies in flight finish (10 s at most), then closes. */
@@ -81,7 +83,9 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   } catch (err) {
     throw new CodedError('E_USAGE', `--metrics-allow: ${messageOf(err)}`);
   }
-  const metrics = new Metrics(feed, keys, cache, clock);
+  const sender = new Sender(log);
+  const bodies = new BodySources(cache, log);
+  const metrics = new Metrics(feed, keys, cache, bodies, sender, clock);
   const limiter = new MemoryLimiter();
   const state = o.state ? new StateFile(o.state, limiter, clock, log) : null;
   state?.load();
@@ -92,7 +96,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     limiter.prune(clock.nowMs(), clock.monotonicMs(), longestWindowS * 1000);
   }, 3600_000);
   pruner.unref();
-  const app = createApp({ clock, feed, keys, limiter, trustProxy, cache, log, metrics, metricsAllow, accessLog: o.accessLog ?? false });
+  const app = createApp({ clock, feed, keys, limiter, trustProxy, bodies, sender, log, metrics, metricsAllow, accessLog: o.accessLog ?? false });
 
   let token: us_listen_socket;
   try {
@@ -114,13 +118,14 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     (stopping ??= (async () => {
       uws.us_listen_socket_close(token);
       const deadline = Date.now() + DRAIN_LIMIT_MS;
-      while (streaming.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      while ((sender.pendingCount > 0 || bodies.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       await firstLoad.catch(() => undefined);
       await Promise.all([feed.close(), keys.close()]);
       clearInterval(pruner);
+      sender.abandonAll();
       state?.close();
       (app as unknown as { close(): void }).close();
       log.info({ event: 'stopped' }, 'stopped');
     })());
-  return { port, feed, keys, cache, limiter, log, stop, saveState: () => state?.flush() };
+  return { port, feed, keys, cache, bodies, limiter, log, stop, saveState: () => state?.flush() };
 }

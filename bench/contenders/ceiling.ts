@@ -1,29 +1,41 @@
 /**
- * The ceiling: a bare uWebSockets.js app that answers each path of the mix
- * with a precomputed body of the same bytes and headers as the server's.
- * Nothing on this transport can answer faster.
- * Usage: node ceiling.js BODIES_JSON PORT   (BODIES_JSON: [{path, contentType, disposition, file}])
+ * The ceiling: a bare uWebSockets.js app that answers each path with a
+ * precomputed body of the same bytes and headers as the server's, sent the
+ * textbook way (tryEnd, then onWritable). Nothing on this transport can
+ * answer faster.
+ * Usage: node ceiling.js BODIES_JSON PORT
+ *   BODIES_JSON: [{path, headers: [[name, value]], file}]
  */
 import { readFileSync } from 'node:fs';
-import { send } from '../../src/http/send.js';
-import { loadUws } from '../../src/http/uws.js';
+import { loadUws, type HttpResponse } from '../../src/http/uws.js';
 
 const [index, port] = process.argv.slice(2);
-const entries = JSON.parse(readFileSync(index, 'utf8')) as Array<{ path: string; contentType: string; disposition: string | null; file: string }>;
-const answers = new Map(
-  entries.map((e) => {
-    const headers: Array<[string, string]> = [['Content-Type', e.contentType], ['Cache-Control', 'no-store']];
-    if (e.disposition) headers.push(['Content-Disposition', e.disposition]);
-    return [e.path.slice(e.path.indexOf('?') + 1), { headers, body: new Uint8Array(readFileSync(e.file)) }];
-  }),
-);
-const uws = loadUws();
-uws
+const entries = JSON.parse(readFileSync(index, 'utf8')) as Array<{ path: string; headers: Array<[string, string]>; file: string }>;
+const answers = new Map(entries.map((e) => [e.path.slice(e.path.indexOf('?') + 1), { headers: e.headers, body: new Uint8Array(readFileSync(e.file)) }]));
+
+function send(res: HttpResponse, headers: Array<[string, string]>, body: Uint8Array): void {
+  res.cork(() => {
+    res.writeStatus('200 OK');
+    for (const [name, value] of headers) res.writeHeader(name, value);
+    const base = res.getWriteOffset();
+    const [, done] = res.tryEnd(body, body.length);
+    if (done) return;
+    let aborted = false;
+    res.onAborted(() => (aborted = true));
+    res.onWritable((offset) => {
+      if (aborted) return true;
+      const [ok] = res.tryEnd(body.subarray(offset - base), body.length);
+      return ok;
+    });
+  });
+}
+
+loadUws()
   .App()
   .get('/api', (res, req) => {
     const a = answers.get(req.getQuery() ?? '');
-    if (a) send(res, '200 OK', a.headers, a.body, false);
-    else send(res, '404 Not Found', [], new Uint8Array(0), false);
+    if (a) send(res, a.headers, a.body);
+    else res.writeStatus('404 Not Found').end();
   })
   .listen('127.0.0.1', Number(port), (token) => {
     if (!token) process.exit(1);

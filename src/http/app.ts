@@ -2,41 +2,17 @@ import { parseAddress, type AddressSet } from '../access/address.js';
 import type { Logger } from '../core/log.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import { createApiHandler, targetTooLong, type ApiDeps } from './api.js';
+import { Exchange, type RouteAccount } from './exchange.js';
 import { healthReport } from './health.js';
-import type { Metrics } from './metrics.js';
-import { lastBytes, lastStatus, send, sendError, sentCount, watchAbort } from './send.js';
 import { loadUws, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js';
 
-type Handler = (res: HttpResponse, req: HttpRequest) => void;
+type Handler = (ex: Exchange, req: HttpRequest) => void;
+type UwsHandler = (res: HttpResponse, req: HttpRequest) => void;
 
-/**
- * A synchronous throw inside a uWebSockets.js handler aborts the process, and
- * uncaughtException cannot catch it. Every handler runs inside this guard: the
- * error goes to the log and the client gets a bare 500.
- */
-function guarded(log: Logger, metrics: Metrics, route: string, handler: Handler, accessLog: boolean): Handler {
-  const count = metrics.forRoute(route);
-  return (res, req) => {
-    const started = performance.now();
-    const sentBefore = sentCount;
-    try {
-      handler(res, req);
-      if (sentCount === sentBefore) return; // answers asynchronously, and counts itself
-      count(lastStatus, started);
-      // The path only: the query string holds the key. The key is named by its label.
-      if (accessLog) log.info({ event: 'access', method: req.getCaseSensitiveMethod(), path: req.getUrl(), status: Number(lastStatus.slice(0, 3)), bytes: lastBytes, us: Math.round((performance.now() - started) * 1000), key: res.keyLabel ?? null });
-    } catch (err) {
-      log.error({ event: 'handler_error', route, err }, 'unexpected error while answering');
-      if (res.aborted) return;
-      try {
-        sendError(res, '500 Internal Server Error', 'Internal server error', false);
-        count(lastStatus, started);
-      } catch {
-        res.close();
-      }
-    }
-  };
-}
+/** HEAD requests to `head`, others to `other`: a route that takes any method. */
+const byMethod = (head: UwsHandler, other: UwsHandler): UwsHandler => (res, req) => (req.getMethod() === 'head' ? head : other)(res, req);
+
+const JSON_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-store']] as const;
 
 export interface AppDeps extends ApiDeps {
   log: Logger;
@@ -48,49 +24,79 @@ export interface AppDeps extends ApiDeps {
 }
 
 export function createApp(deps: AppDeps): TemplatedApp {
-  const uws = loadUws();
-  const app = uws.App();
-  const api = createApiHandler(deps);
-  const health = (res: HttpResponse, head: boolean): void => {
-    const report = healthReport(deps.feed);
-    send(res, report.ready ? '200 OK' : '503 Service Unavailable', [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-store']], Buffer.from(report.body), head);
+  const { log, sender, metrics: stats } = deps;
+  /** Each answer is counted, and logged with --access-log: the path only, since the query holds the key, which is named by its label. */
+  const account = (route: string): RouteAccount => {
+    const count = stats.forRoute(route);
+    return {
+      answered(ex) {
+        count(ex.status, ex.startedMs);
+        if (deps.accessLog) log.info({ event: 'access', method: ex.method, path: ex.path, status: Number(ex.status.slice(0, 3)), bytes: ex.bytes, us: Math.round((performance.now() - ex.startedMs) * 1000), key: ex.keyLabel });
+      },
+    };
   };
-  const countMetrics = deps.metrics.forRoute('/metrics');
-  const metrics = (res: HttpResponse, head: boolean): void => {
-    const started = performance.now();
-    const peer = parseAddress(Buffer.from(res.getRemoteAddressAsText()).toString('latin1'));
-    if (!peer || !deps.metricsAllow.has(peer)) return sendError(res, '403 Forbidden', 'Metrics are not available from this address', head);
+  /**
+   * A synchronous throw inside a uWebSockets.js handler aborts the process,
+   * and uncaughtException cannot catch it; so does returning without an
+   * answer and without watching for the client to go away. Every handler
+   * runs inside this guard: the error goes to the log and the client gets a
+   * bare 500.
+   */
+  const guarded = (route: RouteAccount, name: string, head: boolean, handler: Handler): UwsHandler => (res, req) => {
+    const ex = new Exchange(res, head, route, performance.now(), deps.accessLog ? req.getCaseSensitiveMethod() : '', deps.accessLog ? req.getUrl() : '');
+    try {
+      handler(ex, req);
+      if (!ex.answered && !ex.later) throw new Error('the handler returned without an answer');
+    } catch (err) {
+      log.error({ event: 'handler_error', route: name, err }, 'unexpected error while answering');
+      if (ex.aborted) return;
+      try {
+        if (ex.answered) res.close();
+        else sender.error(ex, '500 Internal Server Error', 'Internal server error');
+      } catch {
+        res.close();
+      }
+    }
+  };
+
+  const api = createApiHandler(deps);
+  const health: Handler = (ex) => {
+    const report = healthReport(deps.feed);
+    sender.bytes(ex, report.ready ? '200 OK' : '503 Service Unavailable', JSON_HEADERS, Buffer.from(report.body));
+  };
+  const metrics: Handler = (ex) => {
+    const peer = parseAddress(Buffer.from(ex.res.getRemoteAddressAsText()).toString('latin1'));
+    if (!peer || !deps.metricsAllow.has(peer)) return sender.error(ex, '403 Forbidden', 'Metrics are not available from this address');
     // The registry answers asynchronously: from here on the client may go away.
-    watchAbort(res);
-    deps.metrics.text().then(
+    ex.onAbort(null);
+    stats.text().then(
       (text) => {
-        if (res.aborted) return;
-        send(res, '200 OK', [['Content-Type', deps.metrics.registry.contentType], ['Cache-Control', 'no-store']], Buffer.from(text), head);
-        countMetrics(lastStatus, started);
+        if (!ex.aborted) sender.bytes(ex, '200 OK', [['Content-Type', stats.registry.contentType], ['Cache-Control', 'no-store']], Buffer.from(text));
       },
       (err: unknown) => {
-        deps.log.error({ event: 'metrics_failed', err }, 'collecting metrics failed');
-        if (!res.aborted) sendError(res, '500 Internal Server Error', 'Internal server error', head);
+        log.error({ event: 'metrics_failed', err }, 'collecting metrics failed');
+        if (!ex.aborted) sender.error(ex, '500 Internal Server Error', 'Internal server error');
       },
     );
   };
-  const notAllowed: Handler = (res, req) => {
-    if (targetTooLong(req.getUrl(), req.getQuery())) return sendError(res, '414 URI Too Long', 'Request URI too long', false);
-    sendError(res, '405 Method Not Allowed', 'Method not allowed', req.getMethod() === 'head', [['Allow', 'GET, HEAD']]);
+  const notAllowed: Handler = (ex, req) => {
+    if (targetTooLong(req.getUrl(), req.getQuery())) return sender.error(ex, '414 URI Too Long', 'Request URI too long');
+    sender.error(ex, '405 Method Not Allowed', 'Method not allowed', [['Allow', 'GET, HEAD']]);
   };
-  app.get('/api', guarded(deps.log, deps.metrics, '/api', (res, req) => api(res, req, false), deps.accessLog));
-  // HEAD is not routed to get(): it needs its own route.
-  app.head('/api', guarded(deps.log, deps.metrics, '/api', (res, req) => api(res, req, true), deps.accessLog));
-  app.any('/api', guarded(deps.log, deps.metrics, '/api', notAllowed, deps.accessLog));
-  app.get('/health', guarded(deps.log, deps.metrics, '/health', (res) => health(res, false), deps.accessLog));
-  app.head('/health', guarded(deps.log, deps.metrics, '/health', (res) => health(res, true), deps.accessLog));
-  app.any('/health', guarded(deps.log, deps.metrics, '/health', notAllowed, deps.accessLog));
-  app.get('/metrics', guarded(deps.log, deps.metrics, '/metrics', (res) => metrics(res, false), deps.accessLog));
-  app.head('/metrics', guarded(deps.log, deps.metrics, '/metrics', (res) => metrics(res, true), deps.accessLog));
-  app.any('/metrics', guarded(deps.log, deps.metrics, '/metrics', notAllowed, deps.accessLog));
-  app.any('/*', guarded(deps.log, deps.metrics, 'other', (res, req) => {
-    if (targetTooLong(req.getUrl(), req.getQuery())) return sendError(res, '414 URI Too Long', 'Request URI too long', req.getMethod() === 'head');
-    sendError(res, '404 Not Found', 'Not found', req.getMethod() === 'head');
-  }, deps.accessLog));
+  const notFound: Handler = (ex, req) => {
+    if (targetTooLong(req.getUrl(), req.getQuery())) return sender.error(ex, '414 URI Too Long', 'Request URI too long');
+    sender.error(ex, '404 Not Found', 'Not found');
+  };
+
+  const app = loadUws().App();
+  for (const [path, handler] of [['/api', api], ['/health', health], ['/metrics', metrics]] as const) {
+    const route = account(path);
+    app.get(path, guarded(route, path, false, handler));
+    // HEAD is not routed to get(): it needs its own route.
+    app.head(path, guarded(route, path, true, handler));
+    app.any(path, byMethod(guarded(route, path, true, notAllowed), guarded(route, path, false, notAllowed)));
+  }
+  const other = account('other');
+  app.any('/*', byMethod(guarded(other, 'other', true, notFound), guarded(other, 'other', false, notFound)));
   return app;
 }

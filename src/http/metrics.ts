@@ -2,8 +2,9 @@ import { Counter, Gauge, Registry, collectDefaultMetrics, type CounterConfigurat
 import type { KeysFeed } from '../access/keys-feed.js';
 import type { Clock } from '../core/clock.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
+import type { BodySources } from './bodies.js';
 import type { ResponseCache } from './response-cache.js';
-import { streaming } from './send.js';
+import type { Sender } from './sender.js';
 
 export type LimitKind = 'subnet' | 'frequency' | 'daily';
 
@@ -30,7 +31,7 @@ export class Metrics {
   private readonly rejections: Counter<'limit'>;
   private readonly routes = new Map<string, RouteStats>();
 
-  constructor(feed: SnapshotFeed, keys: KeysFeed, cache: ResponseCache, clock: Clock) {
+  constructor(feed: SnapshotFeed, keys: KeysFeed, cache: ResponseCache, bodies: BodySources, sender: Sender, clock: Clock) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'proxylist_' });
     this.rejections = new Counter({ name: 'proxylist_limit_rejections_total', help: 'Requests refused by a usage limit', labelNames: ['limit'], registers });
@@ -45,10 +46,14 @@ export class Metrics {
       feed.current ? clock.nowMs() / 1000 - feed.current.meta.generatedAt : -1);
     counterFrom({ name: 'proxylist_snapshot_reloads_ok_total', help: 'Snapshot versions loaded' }, () => feed.reloadsOk);
     counterFrom({ name: 'proxylist_snapshot_reloads_failed_total', help: 'Snapshot versions rejected' }, () => feed.reloadsFailed);
-    counterFrom({ name: 'proxylist_response_cache_hits_total', help: 'Bodies answered from the response cache' }, () => cache.hits);
-    counterFrom({ name: 'proxylist_response_cache_misses_total', help: 'Bodies rendered' }, () => cache.misses);
+    counterFrom({ name: 'proxylist_response_cache_hits_total', help: 'Bodies answered from the response cache' }, () => bodies.cacheHits);
+    counterFrom({ name: 'proxylist_response_cache_misses_total', help: 'Requests whose body was not in the response cache' }, () => bodies.cacheMisses);
     gauge('proxylist_response_cache_bytes', 'Bytes held by the response cache', () => cache.bytes);
-    gauge('proxylist_responses_streaming', 'Responses whose bodies wait for slow clients to read', () => streaming.size);
+    gauge('proxylist_responses_streaming', 'Responses whose bodies wait for slow clients to read', () => sender.pendingCount);
+    counterFrom({ name: 'proxylist_body_productions_total', help: 'Bodies rendered (each shared by the requests that need it while it is produced)' }, () => bodies.productions);
+    counterFrom({ name: 'proxylist_body_compressions_total', help: 'Bodies compressed (each shared likewise)' }, () => bodies.compressions);
+    counterFrom({ name: 'proxylist_body_joins_total', help: 'Requests that joined a production or compression under way' }, () => bodies.joins);
+    gauge('proxylist_body_productions_in_flight', 'Productions and compressions under way', () => bodies.inFlight);
     gauge('proxylist_keys_loaded', 'Keys in force', () => keys.table.entries.size);
     gauge('proxylist_keys_file_rejected', '1 while the keys file is missing or its last version was rejected (the keys in force stay)', () => (keys.lastError === null ? 0 : 1));
     for (const limit of ['subnet', 'frequency', 'daily'] as const) this.rejections.labels(limit).inc(0);

@@ -1,4 +1,7 @@
 import { LRUCache } from 'lru-cache';
+import { planKey, type Plan } from '../query/plan.js';
+import { narrowBody } from '../render/body.js';
+import type { Store } from '../store/store.js';
 
 /** A cached /api body, and what lets a narrower time window reuse it. */
 export interface CachedBody {
@@ -7,22 +10,35 @@ export interface CachedBody {
   tail: Uint8Array | null;
   /** The end of the time-window prefix the rows were selected from. */
   end: number;
-  /** The selected rows, ascending; null where a narrower window cannot reuse the body (the envelope). */
+  /** The selected rows, ascending; null where a narrower window cannot reuse the body (the envelope, encoded bodies). */
   rows: Uint32Array | null;
   /** Bare JSON: where each row's record ends in `bytes`. */
   ends: Uint32Array | null;
 }
 
+/** How many of the ascending `rows` are below `end`. */
+function countBelow(rows: Uint32Array, end: number): number {
+  let lo = 0;
+  let hi = rows.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (rows[mid] < end) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /**
- * Whole /api bodies, bounded by bytes (rows and ends included). The key
- * carries the store generation, so a swapped-in snapshot can never be
+ * Whole /api bodies, bounded by bytes (rows and ends included), and the
+ * policy of their reuse: which key a body has, when a cached body answers a
+ * request, and which bodies are kept.
+ *
+ * Keys carry the store generation, so a swapped-in snapshot can never be
  * answered from an older one's bytes; the cache is also emptied on every
  * swap to free them at once. A body may take up to half of the cache: the
  * full dumps are the bodies most worth keeping.
  */
 export class ResponseCache {
-  hits = 0;
-  misses = 0;
   private readonly lru: LRUCache<string, CachedBody> | null;
 
   constructor(maxBytes: number) {
@@ -44,20 +60,49 @@ export class ResponseCache {
     return this.lru?.calculatedSize ?? 0;
   }
 
-  get(key: string): CachedBody | undefined {
-    const entry = this.lru?.get(key);
-    if (entry) this.hits++;
-    else this.misses++;
-    return entry;
+  /** The largest body kept; 0 with the cache off. */
+  get maxEntryBytes(): number {
+    return this.lru?.maxEntrySize ?? 0;
   }
 
   /**
-   * Stores `entry` if it fits, copying its bytes unless `owned` (they are the
-   * caller's to give); returns the bytes to send (the stored ones, or undefined).
-   * Owned views that use less than half of their buffers are compacted, so a
-   * body narrowed again and again never keeps more than twice its size.
+   * The key of a plain body. The envelope carries the count and the time to
+   * the second, so wrapped bodies are kept per window and second. Bare bodies
+   * are kept per query, with the window they were selected from: as time
+   * moves on, the window only narrows, and rows are freshest first, so the
+   * answer for a narrower window is the cached rows below its end.
    */
-  put(key: string, entry: CachedBody, owned: boolean): Uint8Array | undefined {
+  static key(store: Store, plan: Plan, end: number, nowS: number): string {
+    return `${store.source.generation}|${plan.json && plan.wrap ? `${end}|${nowS}` : ''}|${planKey(plan)}`;
+  }
+
+  /** The key of an encoded body: encoded bytes are never narrowed. */
+  static encodedKey(key: string, end: number, encoding: string): string {
+    return `${key}|${end}|${encoding}`;
+  }
+
+  /**
+   * The body under `key` for the window ending at `end`: the cached one, or
+   * a view of a wider window's, which is then kept in its place.
+   */
+  lookup(key: string, end: number, store: Store, plan: Plan): { bytes: Uint8Array; tail: Uint8Array | null } | undefined {
+    const cached = this.lru?.get(key);
+    if (!cached || (cached.end !== end && !(cached.rows && end < cached.end))) return undefined;
+    if (cached.end === end) return cached;
+    const k = countBelow(cached.rows!, end);
+    if (k === cached.rows!.length) return cached;
+    const narrowed = narrowBody(store, plan, { bytes: cached.bytes, rows: cached.rows!, ends: cached.ends }, k);
+    this.offer(key, { ...narrowed, end }, true);
+    return narrowed;
+  }
+
+  /**
+   * Keeps `entry` if it fits, copying its bytes unless `owned` (they are the
+   * caller's to give); returns the bytes kept (or undefined). Owned views
+   * that use less than half of their buffers are compacted, so a body
+   * narrowed again and again never keeps more than twice its size.
+   */
+  offer(key: string, entry: CachedBody, owned: boolean): Uint8Array | undefined {
     if (!this.lru || entry.bytes.length > this.lru.maxEntrySize) return undefined;
     const stored = owned
       ? { ...entry, bytes: compact(entry.bytes), rows: entry.rows && compact(entry.rows), ends: entry.ends && compact(entry.ends) }

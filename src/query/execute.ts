@@ -1,6 +1,7 @@
 import { setBit } from '../store/bitset.js';
 import { normalizeCity, type Store } from '../store/store.js';
 import type { IpItem, Plan } from './plan.js';
+import type { QueryScratch } from './scratch.js';
 
 /**
  * A conjunct of the selection: a row passes when its bit is set in any of
@@ -13,14 +14,15 @@ interface Clause {
 
 /**
  * Selects the plan's rows among the first `end` rows of `store` (the `time`
- * prefix, from `store.prefixEnd`) into `store.scratch.rows`, in output order,
+ * prefix, from `store.prefixEnd`) into `scratch.rows`, in output order,
  * and returns how many. Word by word,
  * the clauses' bitsets are intersected over the `time` prefix only; ping and
  * works are then checked on the columns of the surviving rows, and the scan
  * stops as soon as `count` rows are found.
  */
-export function execute(store: Store, plan: Plan, end: number): number {
+export function execute(store: Store, plan: Plan, end: number, scratch: QueryScratch): number {
   if (end === 0) return 0;
+  scratch.fit(store);
   const words = (end + 31) >>> 5;
   const clauses: Clause[] = [];
 
@@ -34,19 +36,19 @@ export function execute(store: Store, plan: Plan, end: number): number {
   }
   if (plan.services) for (const name of plan.services) clauses.push({ sets: [store.serviceSets[store.serviceId.get(name.toLowerCase())!]], negate: false });
   if (plan.cities) {
-    if (!markCities(store, plan.cities, end, words)) return 0;
-    clauses.push({ sets: [store.scratch.cityBits], negate: false });
+    if (!markCities(store, scratch.cityBits, plan.cities, end, words)) return 0;
+    clauses.push({ sets: [scratch.cityBits], negate: false });
   }
   if (plan.json && plan.ips) {
-    if (!markAddresses(store, plan.ips, end, words)) return 0;
-    clauses.push({ sets: [store.scratch.ipBits], negate: false });
+    if (!markAddresses(store, scratch.ipBits, plan.ips, end, words)) return 0;
+    clauses.push({ sets: [scratch.ipBits], negate: false });
   }
-  return collect(store, plan, clauses, end, words);
+  return collect(store, scratch, plan, clauses, end, words);
 }
 
-function collect(store: Store, plan: Plan, clauses: Clause[], end: number, words: number): number {
+function collect(store: Store, scratch: QueryScratch, plan: Plan, clauses: Clause[], end: number, words: number): number {
   const { ping, works, addrId } = store.c;
-  const out = store.scratch.rows;
+  const out = scratch.rows;
   const limit = plan.count ?? end;
   const maxPing = plan.ping ?? Infinity;
   const minWorks = plan.works ?? 0;
@@ -57,13 +59,13 @@ function collect(store: Store, plan: Plan, clauses: Clause[], end: number, words
     for (let r = 0; r < n; r++) out[r] = r;
     return n;
   }
-  const stamps = store.scratch.addrStamp;
+  const stamps = scratch.addrStamp;
   let stamp = 0;
   if (onePerAddress) {
-    stamp = store.scratch.stamp = (store.scratch.stamp + 1) >>> 0;
+    stamp = scratch.stamp = (scratch.stamp + 1) >>> 0;
     if (stamp === 0) {
       stamps.fill(0);
-      stamp = store.scratch.stamp = 1;
+      stamp = scratch.stamp = 1;
     }
   }
   // Words are handled as int32: -1 is all 32 bits.
@@ -95,8 +97,7 @@ function collect(store: Store, plan: Plan, clauses: Clause[], end: number, words
 }
 
 /** Sets the bits of the prefix rows whose city matches; false when none does. */
-function markCities(store: Store, cities: readonly string[], end: number, words: number): boolean {
-  const bits = store.scratch.cityBits;
+function markCities(store: Store, bits: Uint32Array, cities: readonly string[], end: number, words: number): boolean {
   bits.fill(0, 0, words);
   const { cityStart, cityRows } = store.c;
   let any = false;
@@ -113,8 +114,7 @@ function markCities(store: Store, cities: readonly string[], end: number, words:
 }
 
 /** Sets the bits of the prefix rows at the listed addresses; false when none is. */
-function markAddresses(store: Store, items: readonly IpItem[], end: number, words: number): boolean {
-  const bits = store.scratch.ipBits;
+function markAddresses(store: Store, bits: Uint32Array, items: readonly IpItem[], end: number, words: number): boolean {
   bits.fill(0, 0, words);
   const { byAddress, ip, port } = store.c;
   let any = false;

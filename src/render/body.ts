@@ -2,9 +2,9 @@ import { formatIsoOffset } from '../core/service-time.js';
 import type { Plan } from '../query/plan.js';
 import { ANONS, TYPES } from '../snapshot/format.js';
 import type { Store } from '../store/store.js';
-import { containerClose, emptyContainer, renderJson, type JsonShape } from './json.js';
+import { containerClose, emptyContainer, jsonFrameLength, jsonRowBound, jsonRowsLength, renderJson, type JsonShape } from './json.js';
 import type { OutputBuffer } from './output-buffer.js';
-import { renderTxt, txtLength } from './txt.js';
+import { renderTxt, txtLength, txtRowBound } from './txt.js';
 
 /** The effective filters of the envelope, keys in the order API.md 1.3 gives. */
 export function envelopeFilters(plan: Plan): Record<string, unknown> {
@@ -30,27 +30,63 @@ export function jsonShape(plan: Plan): JsonShape {
   return { fields: plan.fields, splitIp: plan.splitIp, pretty: plan.pretty, format: plan.format, depth: plan.wrap ? 2 : 1 };
 }
 
+const NOTHING = new Uint8Array(0);
+
 /**
- * Writes the body of a successful /api response for the selected `rows[0..n)`.
- * With `ends` (bare JSON only), the position after each record is recorded there.
+ * The body of a successful /api response for the selected `rows[0..n)`,
+ * written whole or a part at a time: the part for `rows[from..to)` carries
+ * what comes before the first row (the envelope's start, the container's
+ * opening) when from = 0, and what follows the last when to = n. Every
+ * length is known before any byte is written, from the lengths of the values.
  */
-export function renderBody(out: OutputBuffer, store: Store, plan: Plan, rows: Uint32Array, n: number, nowMs: number, ends: Uint32Array | null = null): void {
-  if (!plan.json) {
-    renderTxt(out, store, rows, n, plan.typePrefix);
-    return;
+export class BodyWriter {
+  /** An upper bound of the bytes one row takes. */
+  readonly rowBound: number;
+  private readonly shape: JsonShape | null;
+  /** The envelope around the records (wrap=1), else nothing. */
+  private readonly head: Uint8Array = NOTHING;
+  private readonly foot: Uint8Array = NOTHING;
+
+  constructor(readonly store: Store, readonly plan: Plan, readonly rows: Uint32Array, readonly n: number, nowMs: number) {
+    this.shape = plan.json ? jsonShape(plan) : null;
+    this.rowBound = this.shape ? jsonRowBound(store, this.shape) : txtRowBound(plan.typePrefix);
+    if (plan.json && plan.wrap) {
+      // The envelope is small: JSON.stringify writes it around a placeholder for `data`.
+      const envelope = { status: 'ok', count: n, timestamp: formatIsoOffset(nowMs), filters: envelopeFilters(plan), data: 0 };
+      const text = plan.pretty ? JSON.stringify(envelope, null, 2) : JSON.stringify(envelope);
+      const at = text.lastIndexOf('0');
+      this.head = Buffer.from(text.slice(0, at));
+      this.foot = Buffer.from(text.slice(at + 1));
+    }
   }
-  const shape = jsonShape(plan);
-  if (!plan.wrap) {
-    renderJson(out, store, rows, n, shape, plan.lang, ends);
-    return;
+
+  /** The bytes outside the rows. */
+  frameLength(): number {
+    return this.head.length + this.foot.length + (this.shape ? jsonFrameLength(this.store, this.shape, this.n) : 0);
   }
-  // The envelope is small: JSON.stringify writes it around a placeholder for `data`.
-  const envelope = { status: 'ok', count: n, timestamp: formatIsoOffset(nowMs), filters: envelopeFilters(plan), data: 0 };
-  const text = plan.pretty ? JSON.stringify(envelope, null, 2) : JSON.stringify(envelope);
-  const at = text.lastIndexOf('0');
-  out.append(Buffer.from(text.slice(0, at)));
-  renderJson(out, store, rows, n, shape, plan.lang);
-  out.append(Buffer.from(text.slice(at + 1)));
+
+  /** The bytes of `rows[from..to)`, separators included. */
+  rowsLength(from: number, to: number): number {
+    return this.shape
+      ? jsonRowsLength(this.store, this.rows, from, to, this.shape, this.plan.lang)
+      : txtLength(this.store, this.rows, from, to, this.plan.typePrefix);
+  }
+
+  /**
+   * Writes the part for `rows[from..to)` at `out.pos`. With `ends` (bare JSON
+   * only), the position in `out` after each record is recorded there.
+   */
+  write(out: OutputBuffer, from: number, to: number, ends: Uint32Array | null = null): void {
+    if (from === 0 && this.head.length > 0) out.append(this.head);
+    if (this.shape) renderJson(out, this.store, this.rows, from, to, this.n, this.shape, this.plan.lang, ends);
+    else renderTxt(out, this.store, this.rows, from, to, this.plan.typePrefix);
+    if (to === this.n && this.foot.length > 0) out.append(this.foot);
+  }
+}
+
+/** Writes the whole body for `rows[0..n)`. */
+export function renderBody(out: OutputBuffer, store: Store, plan: Plan, rows: Uint32Array, n: number, nowMs: number): void {
+  new BodyWriter(store, plan, rows, n, nowMs).write(out, 0, n);
 }
 
 /** A bare body (no envelope) for some rows: its bytes, a tail sent after them, and per JSON record where it ends. */

@@ -99,19 +99,13 @@ export function emptyContainer(shape: JsonShape): Uint8Array {
 }
 
 /**
- * Writes the array or object of `rows[0..n)`. With `ends`, the position after
- * each record is recorded there: the first k records, then the container's
- * close, are the body for `rows[0..k)`.
+ * Writes the part of the array or object of `rows[0..n)` that holds
+ * `rows[from..to)`: the container's opening before the first row, its close
+ * after row n - 1. With `ends`, the position after each record is recorded
+ * there: the first k records, then the container's close, are the body for
+ * `rows[0..k)`.
  */
-export function renderJson(out: OutputBuffer, store: Store, rows: Uint32Array, n: number, shape: JsonShape, lang: 'ru' | 'en', ends: Uint32Array | null = null): void {
-  renderJsonPart(out, store, rows, 0, n, n, shape, lang, ends);
-}
-
-/**
- * Writes the part of that body that holds `rows[from..to)`: the container's
- * opening before the first row, its close after row n - 1.
- */
-export function renderJsonPart(out: OutputBuffer, store: Store, rows: Uint32Array, from: number, to: number, n: number, shape: JsonShape, lang: 'ru' | 'en', ends: Uint32Array | null = null): void {
+export function renderJson(out: OutputBuffer, store: Store, rows: Uint32Array, from: number, to: number, n: number, shape: JsonShape, lang: 'ru' | 'en', ends: Uint32Array | null = null): void {
   if (n === 0) {
     out.append(EMPTY[shape.format]);
     return;
@@ -126,11 +120,14 @@ export function renderJsonPart(out: OutputBuffer, store: Store, rows: Uint32Arra
   if (to === n) out.append(t.containerClose);
 }
 
-/** The bytes of the whole body for `rows[0..n)`, from the lengths of its values. */
-export function jsonLength(store: Store, rows: Uint32Array, n: number, shape: JsonShape, lang: 'ru' | 'en'): number {
-  if (n === 0) return EMPTY[shape.format].length;
-  const t = templateFor(store, shape);
-  return 1 + t.measureRows(rows, 0, n, store, lang) + t.containerClose.length;
+/** The bytes of the records `rows[from..to)` of a body, commas included (none before the very first). */
+export function jsonRowsLength(store: Store, rows: Uint32Array, from: number, to: number, shape: JsonShape, lang: 'ru' | 'en'): number {
+  return from >= to ? 0 : templateFor(store, shape).measureRows(rows, from, to, store, lang);
+}
+
+/** The bytes of a body of `n` records outside the records: the container's open and close. */
+export function jsonFrameLength(store: Store, shape: JsonShape, n: number): number {
+  return n === 0 ? EMPTY[shape.format].length : 1 + templateFor(store, shape).containerClose.length;
 }
 
 /** An upper bound of the bytes one row takes. */

@@ -11,29 +11,29 @@ const MAX_PREFIX = Math.max(...TYPES.map((t) => t.length + 3));
 const LONG_RUN = 64;
 
 /**
- * One `ip:port\n` (or `type://ip:port\n`) per row. The store keeps the lines
+ * One `ip:port\n` (or `type://ip:port\n`) per row of `rows[from..to)`. The store keeps the lines
  * contiguous in row order, so a run of consecutive rows is a single copy.
  */
-export function renderTxt(out: OutputBuffer, store: Store, rows: Uint32Array, n: number, typePrefix: boolean): void {
+export function renderTxt(out: OutputBuffer, store: Store, rows: Uint32Array, from: number, to: number, typePrefix: boolean): void {
   const { bytes, off } = store.c.lines;
   const lines = dataView(bytes);
   // One reservation for the worst case: no growth check per row.
-  const buf = out.reserve(n * (MAX_LINE_BYTES + (typePrefix ? MAX_PREFIX : 0)));
+  const buf = out.reserve((to - from) * txtRowBound(typePrefix));
   const dv = dataView(buf);
   let pos = out.pos;
   if (typePrefix) {
     const type = store.c.type;
-    for (let i = 0; i < n; i++) {
+    for (let i = from; i < to; i++) {
       const r = rows[i];
       const t = type[r];
       pos = copyWords(dv, pos, PREFIX_VIEW, PREFIX.off[t], PREFIX.off[t + 1]);
       pos = copyWords(dv, pos, lines, off[r], off[r + 1]);
     }
   } else {
-    let i = 0;
-    while (i < n) {
+    let i = from;
+    while (i < to) {
       let j = i + 1;
-      while (j < n && rows[j] === rows[j - 1] + 1) j++;
+      while (j < to && rows[j] === rows[j - 1] + 1) j++;
       const start = off[rows[i]];
       const end = off[rows[j - 1] + 1];
       if (end - start > LONG_RUN) {
@@ -45,6 +45,9 @@ export function renderTxt(out: OutputBuffer, store: Store, rows: Uint32Array, n:
   }
   out.pos = pos;
 }
+
+/** An upper bound of the bytes one line takes. */
+export const txtRowBound = (typePrefix: boolean): number => MAX_LINE_BYTES + (typePrefix ? MAX_PREFIX : 0);
 
 /** The bytes that `rows[from..to)` take in a txt body. */
 export function txtLength(store: Store, rows: Uint32Array, from: number, to: number, typePrefix: boolean): number {

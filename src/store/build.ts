@@ -254,10 +254,6 @@ export function buildStore(x: RecordExtractor, generatedAt: number): { columns: 
     typeBits, anonBits, countryBits, serviceBits, cityStart, cityRows,
     cityJsonRu: packStrings(x.cities.map((k) => JSON.stringify(k.ru))),
     cityJsonEn: packStrings(x.cities.map((k) => JSON.stringify(k.en))),
-    scratchRows: new Uint32Array(rows),
-    scratchCityBits: new Uint32Array(typeBits.words),
-    scratchIpBits: new Uint32Array(typeBits.words),
-    scratchAddrStamp: new Uint32Array(addrCount),
   };
   const meta: StoreMeta = {
     generatedAt, services: [...services], countries, cities: x.cities,

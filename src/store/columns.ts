@@ -57,11 +57,6 @@ export interface StoreColumns {
   /** JSON string literals (quoted, escaped) of each city's name per language. */
   cityJsonRu: ByteStrings;
   cityJsonEn: ByteStrings;
-  /** Per-store scratch for queries, allocated (zeroed) by the builder so the swap allocates nothing. */
-  scratchRows: Uint32Array;
-  scratchCityBits: Uint32Array;
-  scratchIpBits: Uint32Array;
-  scratchAddrStamp: Uint32Array;
 }
 
 /** The small, non-typed-array part of a build, cloned between threads. */
@@ -86,7 +81,6 @@ export function transferables(c: StoreColumns): ArrayBuffer[] {
     c.lines.bytes, c.lines.off, c.ipLen, c.ipOut.bytes, c.ipOut.off, c.pingText.bytes, c.pingText.off, c.timecheck,
     c.typeBits.data, c.anonBits.data, c.countryBits.data, c.serviceBits.data, c.cityStart, c.cityRows,
     c.cityJsonRu.bytes, c.cityJsonRu.off, c.cityJsonEn.bytes, c.cityJsonEn.off,
-    c.scratchRows, c.scratchCityBits, c.scratchIpBits, c.scratchAddrStamp,
   ];
   return [...new Set(views.map((v) => v.buffer as ArrayBuffer))];
 }

@@ -20,8 +20,8 @@ export interface StoreSource {
 
 /**
  * One immutable snapshot, ready to query. Built in a worker; here only the
- * small lookup maps are derived, and per-store scratch space is allocated once
- * (requests run one at a time on the event loop, so scratch is never shared).
+ * small lookup maps are derived. Nothing in it changes after construction:
+ * the scratch space of queries belongs to their caller.
  */
 export class Store {
   readonly rows: number;
@@ -40,7 +40,6 @@ export class Store {
   readonly maxPingText: number;
   /** `"XX"` per country id, 4 bytes each. */
   readonly countryJson: Uint8Array;
-  readonly scratch: { rows: Uint32Array; cityBits: Uint32Array; ipBits: Uint32Array; addrStamp: Uint32Array; stamp: number };
 
   constructor(readonly c: StoreColumns, readonly meta: StoreMeta, readonly source: StoreSource) {
     this.rows = c.rows;
@@ -64,7 +63,6 @@ export class Store {
     this.maxCityJson = Math.max(longest(c.cityJsonRu), longest(c.cityJsonEn));
     this.maxPingText = meta.maxPingText;
     this.countryJson = utf8(meta.countries.map((code) => `"${code}"`).join(''));
-    this.scratch = { rows: c.scratchRows, cityBits: c.scratchCityBits, ipBits: c.scratchIpBits, addrStamp: c.scratchAddrStamp, stamp: 0 };
   }
 
   /** Rows checked at or after `minCheckedAt`: a prefix, since rows are freshest first. */

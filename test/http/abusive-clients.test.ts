@@ -102,9 +102,9 @@ narrowed('gets a view of the cached rows still in the window, then the close, by
   const query = 'get=json&time=3000';
   const wide = await (await t.api(query)).text();
   t.clock.advance(30_000);
-  const hits = t.server.cache.hits;
+  const hits = t.server.bodies.cacheHits;
   const { body } = await throttledRead(t.server.port, `/api?key=${TEST_KEY}&${query}`, atRate(2_000_000, 3000));
-  assert.is(t.server.cache.hits, hits + 1, 'answered from the cached body');
+  assert.is(t.server.bodies.cacheHits, hits + 1, 'answered from the cached body');
   const want = NaiveEngine.fromFile(snapshot).answer(`key=x&${query}`, t.clock.nowMs()).body;
   assert.ok(want.length > 10_000_000 && want.length < wide.length, `the narrowed body is ${want.length} bytes, the wide one ${wide.length}`);
   if (body.toString() !== want) assert.fixture(body.toString().slice(-300), want.slice(-300), 'the narrowed body');

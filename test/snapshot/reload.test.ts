@@ -87,7 +87,7 @@ test('after a swap, a query answered from the cache before gets the new snapshot
   const query = 'get=json&time=99999&count=50&pretty=0';
   const old = NaiveEngine.fromFile(version(0)).answer(query, t.clock.nowMs()).body;
   for (let i = 0; i < 3; i++) assert.is(await (await t.api(query)).text(), old);
-  assert.ok(t.server.cache.hits >= 2, 'answered from the cache');
+  assert.ok(t.server.bodies.cacheHits >= 2, 'answered from the cache');
   const next = version(8);
   writeFileAtomic(t.snapshot, next);
   await eventually(async () => (await servedVersion(t)) === 8, 5000, 'version 8');

@@ -1,0 +1,183 @@
+import type { Logger } from '../core/log.js';
+import { execute } from '../query/execute.js';
+import type { Plan } from '../query/plan.js';
+import { QueryScratch } from '../query/scratch.js';
+import { BodyWriter } from '../render/body.js';
+import { OutputBuffer } from '../render/output-buffer.js';
+import type { Store } from '../store/store.js';
+import { Compression } from './compression.js';
+import { MIN_ENCODED_BYTES, type Encoding } from './encoding.js';
+import { CHUNK_BYTES, ChunkPool, Production, type ProductionOwner, type Source } from './production.js';
+import { ResponseCache } from './response-cache.js';
+import { BytesBody, type Body } from './sender.js';
+
+/** Chunk buffers kept between productions. */
+const POOLED_CHUNKS = 32;
+
+/** Bytes in memory, ready to send as they are. */
+class Ready implements Source {
+  readonly total: number;
+
+  constructor(private readonly bytes: Uint8Array, private readonly tail: Uint8Array | null, readonly encoding: Encoding | null) {
+    this.total = bytes.length + (tail?.length ?? 0);
+  }
+
+  whenReady(ready: (ok: boolean) => void): void {
+    ready(true);
+  }
+
+  open(): Body {
+    return new BytesBody(this.bytes, this.tail);
+  }
+}
+
+/**
+ * A body just rendered into the shared render buffer. Sent at once as a
+ * rule; a response that must keep it longer takes the buffer over (lending
+ * is cheaper than copying a body of megabytes) and gives it back when sent.
+ */
+class Rendered implements Source, Body {
+  readonly total: number;
+  readonly encoding = null;
+  private lent: Uint8Array | null = null;
+
+  constructor(private readonly out: OutputBuffer) {
+    this.total = out.pos;
+  }
+
+  whenReady(ready: (ok: boolean) => void): void {
+    ready(true);
+  }
+
+  open(): Body {
+    return this;
+  }
+
+  piece(i: number): Uint8Array | null {
+    return i === 0 ? this.out.view() : null;
+  }
+
+  keep(): void {
+    // The bytes stay where they are, in the lent buffer.
+    this.lent = this.out.lend();
+  }
+
+  release(): void {
+    if (this.lent) this.out.giveBack(this.lent);
+    this.lent = null;
+  }
+}
+
+/**
+ * Where the body of an /api answer comes from, one place for the whole
+ * policy: the response cache (whole, or narrowed to the window), a
+ * production already under way that the request joins, or a new
+ * production. Encoded bodies the same way, compressed once from the plain
+ * body. Each body is thus produced once however many requests need it at
+ * the same time.
+ */
+export class BodySources implements ProductionOwner {
+  /** Bodies produced (rendered or compressed), and requests that joined one under way. */
+  productions = 0;
+  compressions = 0;
+  joins = 0;
+  /** Requests answered from the response cache, and requests that found nothing there. */
+  cacheHits = 0;
+  cacheMisses = 0;
+  readonly out = new OutputBuffer();
+  readonly pool = new ChunkPool(CHUNK_BYTES + 64 * 1024, POOLED_CHUNKS);
+  private readonly scratch = new QueryScratch();
+  private readonly underWay = new Map<string, Production | Compression>();
+
+  constructor(private readonly cache: ResponseCache, private readonly log: Logger) {}
+
+  /** Productions and compressions under way. */
+  get inFlight(): number {
+    return this.underWay.size;
+  }
+
+  /** The body for `plan` on `store`, window ending at row `end`, in `encoding` where that pays. */
+  source(store: Store, plan: Plan, end: number, nowMs: number, encoding: Encoding | null): Source {
+    const key = ResponseCache.key(store, plan, end, Math.floor(nowMs / 1000));
+    if (encoding) {
+      const encodedKey = ResponseCache.encodedKey(key, end, encoding);
+      const kept = this.cache.enabled ? this.cache.lookup(encodedKey, end, store, plan) : undefined;
+      if (kept) {
+        this.cacheHits++;
+        return new Ready(kept.bytes, null, encoding);
+      }
+      const running = this.underWay.get(encodedKey);
+      if (running) {
+        this.joins++;
+        return running;
+      }
+      const plain = this.plain(store, plan, end, nowMs, key, true);
+      if (plain.total >= 0 && plain.total < MIN_ENCODED_BYTES) return plain;
+      const c = new Compression(encodedKey, encoding, plain, (done, bytes, err) => this.compressed(done, bytes, err, end));
+      this.compressions++;
+      if (c.total < 0) this.underWay.set(encodedKey, c);
+      return c;
+    }
+    return this.plain(store, plan, end, nowMs, key, false);
+  }
+
+  /** The plain body; `stable` when its bytes must outlive the next request (compression reads them later). */
+  private plain(store: Store, plan: Plan, end: number, nowMs: number, key: string, stable: boolean): Source {
+    const kept = this.cache.enabled ? this.cache.lookup(key, end, store, plan) : undefined;
+    if (kept) {
+      this.cacheHits++;
+      return new Ready(kept.bytes, kept.tail, null);
+    }
+    if (this.cache.enabled) this.cacheMisses++;
+    const productionKey = `${key}|${end}`;
+    const running = this.underWay.get(productionKey);
+    if (running) {
+      this.joins++;
+      return running;
+    }
+
+    const n = execute(store, plan, end, this.scratch);
+    this.productions++;
+    const bare = !(plan.json && plan.wrap);
+    const small = new BodyWriter(store, plan, this.scratch.rows, n, nowMs);
+    if (n * small.rowBound <= CHUNK_BYTES) {
+      // Small enough to render at once.
+      const out = this.out;
+      out.reset();
+      const ends = this.cache.enabled && bare && plan.json ? new Uint32Array(n) : null;
+      small.write(out, 0, n, ends);
+      const cached = this.cache.enabled
+        ? this.cache.offer(key, { bytes: out.view(), tail: null, end, rows: bare ? this.scratch.rows.slice(0, n) : null, ends }, false)
+        : undefined;
+      if (cached) return new Ready(cached, null, null);
+      return stable ? new Ready(out.view().slice(), null, null) : new Rendered(out);
+    }
+
+    const writer = new BodyWriter(store, plan, this.scratch.lendRows(n), n, nowMs);
+    const cache = this.cache;
+    const keeper = cache.enabled
+      ? {
+        fits: (total: number) => total <= cache.maxEntryBytes,
+        keep: (bytes: Uint8Array, rows: Uint32Array, ends: Uint32Array | null) =>
+          cache.offer(key, { bytes, tail: null, end, rows: bare ? rows : null, ends }, true) !== undefined && bare,
+      }
+      : null;
+    const p = new Production(productionKey, writer, this, keeper, bare && plan.json);
+    this.underWay.set(productionKey, p);
+    return p;
+  }
+
+  retired(p: Production): void {
+    if (this.underWay.get(p.key) === p) this.underWay.delete(p.key);
+  }
+
+  giveBackRows(rows: Uint32Array): void {
+    this.scratch.giveBackRows(rows);
+  }
+
+  private compressed(c: Compression, bytes: Uint8Array | null, err: unknown, end: number): void {
+    if (this.underWay.get(c.key) === c) this.underWay.delete(c.key);
+    if (bytes) this.cache.offer(c.key, { bytes, tail: null, end, rows: null, ends: null }, true);
+    else this.log.error({ event: 'compression_failed', err }, 'compressing a response body failed');
+  }
+}

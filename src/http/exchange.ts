@@ -1,0 +1,68 @@
+import type { HttpResponse } from './uws.js';
+
+/** What is done with each answer of a route: counted, and logged with --access-log. */
+export interface RouteAccount {
+  answered(ex: Exchange): void;
+}
+
+/**
+ * One request and its response, for as long as either lives. uWebSockets.js
+ * forbids touching a response after its client went away, and a request
+ * dies when its handler returns: what a later answer needs is kept here,
+ * never on the response object or in module variables.
+ */
+export class Exchange {
+  /** The client went away: nothing may touch `res` any more. */
+  aborted = false;
+  /** The status line written, once answered. */
+  status = '';
+  /** The body length announced. */
+  bytes = 0;
+  /** The name the access log gives the key, once known. */
+  keyLabel: string | null = null;
+  /** Runs once if the client goes away before the response is done. */
+  private abortHook: (() => void) | null = null;
+  private watched = false;
+
+  constructor(
+    readonly res: HttpResponse,
+    readonly head: boolean,
+    readonly account: RouteAccount,
+    readonly startedMs: number,
+    /** Method and path, read only for the access log. */
+    readonly method: string,
+    readonly path: string,
+  ) {}
+
+  get answered(): boolean {
+    return this.status !== '';
+  }
+
+  /** The answer comes after the handler returns (`onAbort` was called). */
+  get later(): boolean {
+    return this.watched;
+  }
+
+  /**
+   * From now on the response may end later than the handler: the client may
+   * go away meanwhile, and `hook` (replacing any earlier one) then runs.
+   */
+  onAbort(hook: (() => void) | null): void {
+    this.abortHook = hook;
+    if (this.watched) return;
+    this.watched = true;
+    this.res.onAborted(() => {
+      this.aborted = true;
+      const h = this.abortHook;
+      this.abortHook = null;
+      h?.();
+    });
+  }
+
+  /** Records the answer (status, announced length) and accounts for it. */
+  answer(status: string, bytes: number): void {
+    this.status = status;
+    this.bytes = bytes;
+    this.account.answered(this);
+  }
+}

@@ -1,0 +1,281 @@
+import type { BodyWriter } from '../render/body.js';
+import type { OutputBuffer } from '../render/output-buffer.js';
+import type { Body } from './sender.js';
+
+/**
+ * The bytes of a chunk are written for rows whose worst case fits this, so
+ * no single piece of work on the event loop renders more than this.
+ */
+export const CHUNK_BYTES = 1024 * 1024;
+/** Chunks kept for readers close behind the one that produced them. */
+const RING_CHUNKS = 8;
+/** Rows measured per turn of the event loop before a large body's length is known. */
+const MEASURE_SLICE_ROWS = 64 * 1024;
+
+/** A body that is, or will be, ready to read. */
+export interface Source {
+  /** The length of the body, once known; -1 before. */
+  readonly total: number;
+  /** The content coding of the bytes, null for none. */
+  readonly encoding: string | null;
+  /** Runs `ready` once the length is known (true), or the body cannot be had (false). */
+  whenReady(ready: (ok: boolean) => void): void;
+  /** A reader of the body from its start; only once the length is known. */
+  open(): Body;
+}
+
+/** What a production needs from its owner. */
+export interface ProductionOwner {
+  /** The render buffer of the event loop: chunks are written there, then copied out. */
+  readonly out: OutputBuffer;
+  readonly pool: ChunkPool;
+  /** The production is over: it takes no more readers. */
+  retired(p: Production): void;
+  /** The rows are read no more. */
+  giveBackRows(rows: Uint32Array): void;
+}
+
+/** Who keeps a complete body: the response cache. */
+export interface Keeper {
+  /** Whether a body of this length may be kept: it is then rendered whole. */
+  fits(total: number): boolean;
+  /** The whole body, its rows and for bare JSON where each record ends; true when the rows are kept too. */
+  keep(bytes: Uint8Array, rows: Uint32Array, ends: Uint32Array | null): boolean;
+}
+
+/** A chunk of a body and the readers sending it. */
+interface Chunk {
+  index: number;
+  bytes: Uint8Array;
+  holders: number;
+  /** The pooled buffer its bytes are in; null for a view of a body kept whole. */
+  pooled: Uint8Array | null;
+}
+
+/**
+ * Fixed-size buffers for chunks, reused: a fresh buffer costs a page fault
+ * per 4 KB written, and the garbage collector later.
+ */
+export class ChunkPool {
+  private readonly spares: Uint8Array[] = [];
+
+  constructor(private readonly size: number, private readonly maxSpares: number) {}
+
+  take(bytes: number): Uint8Array {
+    if (bytes > this.size) return new Uint8Array(bytes);
+    return this.spares.pop() ?? new Uint8Array(this.size);
+  }
+
+  giveBack(buf: Uint8Array): void {
+    if (buf.length === this.size && this.spares.length < this.maxSpares) this.spares.push(buf);
+  }
+}
+
+/**
+ * One body being produced, shared by every request that needs it meanwhile.
+ *
+ * The length comes first, measured from the value lengths (a turn of the
+ * event loop per slice of rows for large selections), so that every reader
+ * can announce it. The bytes are then rendered a chunk at a time, when the
+ * first reader needs that chunk:
+ * - A body the response cache may keep is rendered once, in order, into one
+ *   buffer, which goes to the cache when complete.
+ * - A larger body is never held whole. The last few chunks stay in a ring
+ *   for readers close behind; a reader that falls further behind renders the
+ *   chunks it needs again, for itself (rendering is deterministic, from the
+ *   same rows). A slow reader thus holds at most one chunk, and memory stays
+ *   bounded whatever the number of readers and their speeds.
+ */
+export class Production implements Source {
+  total = -1;
+  readonly encoding = null;
+  readonly chunkCount: number;
+  private readonly rowsPerChunk: number;
+  private readers = 0;
+  private waiting: Array<(ok: boolean) => void> = [];
+  private isRetired = false;
+  /** A body kept whole: its bytes, chunks rendered so far, and where each begins. */
+  private whole: Uint8Array | null = null;
+  private wholeEnds: Uint32Array | null = null;
+  private produced = 0;
+  private readonly chunkStart: number[] = [0];
+  /** The rows went to the cache, or back to the scratch. */
+  private rowsGone = false;
+  private readonly ring = new Map<number, Chunk>();
+
+  constructor(
+    readonly key: string,
+    private readonly writer: BodyWriter,
+    private readonly owner: ProductionOwner,
+    private readonly keeper: Keeper | null,
+    /** Bare JSON: record where each row ends, for a body kept whole. */
+    private readonly recordEnds: boolean,
+  ) {
+    this.rowsPerChunk = Math.max(1, Math.floor(CHUNK_BYTES / writer.rowBound));
+    this.chunkCount = Math.max(1, Math.ceil(writer.n / this.rowsPerChunk));
+    this.measure(0, writer.frameLength(), false);
+  }
+
+  /** Measures from row `from` on; `later` once past the constructor, when requests may be waiting. */
+  private measure(from: number, bytes: number, later: boolean): void {
+    const to = Math.min(this.writer.n, from + MEASURE_SLICE_ROWS);
+    bytes += this.writer.rowsLength(from, to);
+    if (to < this.writer.n) setImmediate(() => this.measure(to, bytes, true));
+    else this.ready(bytes, later);
+  }
+
+  private ready(total: number, later: boolean): void {
+    this.total = total;
+    if (this.keeper?.fits(total)) {
+      const raw = Buffer.allocUnsafe(total);
+      this.whole = new Uint8Array(raw.buffer, raw.byteOffset, total);
+      this.wholeEnds = this.recordEnds ? new Uint32Array(this.writer.n) : null;
+    }
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const w of waiting) w(true);
+    // Known at once, the length is read by the request that started the production.
+    if (later) this.retireIfUnread();
+  }
+
+  whenReady(ready: (ok: boolean) => void): void {
+    if (this.total >= 0) ready(true);
+    else this.waiting.push(ready);
+  }
+
+  open(): Body {
+    return new ProductionReader(this);
+  }
+
+  /** True while requests may still join. */
+  get joinable(): boolean {
+    return !this.isRetired;
+  }
+
+  /** Chunk `i` for a reader (counted as one of its holders until `drop`), or null past the last. */
+  take(i: number): Chunk | null {
+    if (i >= this.chunkCount) return null;
+    if (this.whole) {
+      while (this.produced <= i) this.renderInto(this.whole);
+      return { index: i, bytes: this.whole.subarray(this.chunkStart[i], this.chunkStart[i + 1]), holders: 1, pooled: null };
+    }
+    let c = this.ring.get(i);
+    if (!c) {
+      c = this.render(i);
+      this.ring.set(i, c);
+      if (this.ring.size > RING_CHUNKS) this.evictOldest();
+    }
+    c.holders++;
+    return c;
+  }
+
+  /** A reader is done with chunk `c`. */
+  drop(c: Chunk): void {
+    if (--c.holders === 0 && c.pooled && this.ring.get(c.index) !== c) this.owner.pool.giveBack(c.pooled);
+  }
+
+  readerOpened(): void {
+    this.readers++;
+  }
+
+  readerClosed(): void {
+    this.readers--;
+    this.retireIfUnread();
+  }
+
+  private rowsOf(i: number): [number, number] {
+    const from = i * this.rowsPerChunk;
+    return [from, Math.min(this.writer.n, from + this.rowsPerChunk)];
+  }
+
+  /** Renders chunk `i` into a pooled buffer of its own. */
+  private render(i: number): Chunk {
+    const out = this.owner.out;
+    out.reset();
+    const [from, to] = this.rowsOf(i);
+    this.writer.write(out, from, to);
+    const bytes = out.view();
+    const pooled = this.owner.pool.take(bytes.length);
+    pooled.set(bytes);
+    return { index: i, bytes: pooled.subarray(0, bytes.length), holders: 0, pooled };
+  }
+
+  /** Renders the next chunk of a body kept whole at its place in `whole`. */
+  private renderInto(whole: Uint8Array): void {
+    const out = this.owner.out;
+    out.reset();
+    const [from, to] = this.rowsOf(this.produced);
+    const at = this.chunkStart[this.produced];
+    this.writer.write(out, from, to, this.wholeEnds);
+    const bytes = out.view();
+    if (at + bytes.length > whole.length) throw new Error(`a body rendered past its measured length ${whole.length}`);
+    whole.set(bytes, at);
+    if (this.wholeEnds) for (let k = from; k < to; k++) this.wholeEnds[k] += at;
+    this.chunkStart.push(at + bytes.length);
+    this.produced++;
+    if (this.produced < this.chunkCount) return;
+    if (at + bytes.length !== whole.length) throw new Error(`a body rendered ${at + bytes.length} bytes, measured ${whole.length}`);
+    this.rowsGone = this.keeper!.keep(whole, this.writer.rows, this.wholeEnds);
+    // Complete: later requests find it in the cache, or start afresh.
+    this.retire();
+  }
+
+  private evictOldest(): void {
+    let oldest = Infinity;
+    for (const i of this.ring.keys()) oldest = Math.min(oldest, i);
+    const c = this.ring.get(oldest)!;
+    this.ring.delete(oldest);
+    if (c.holders === 0 && c.pooled) this.owner.pool.giveBack(c.pooled);
+  }
+
+  private retireIfUnread(): void {
+    if (this.readers === 0 && this.total >= 0 && this.waiting.length === 0) {
+      this.retire();
+      this.releaseAll();
+    }
+  }
+
+  private retire(): void {
+    if (this.isRetired) return;
+    this.isRetired = true;
+    this.owner.retired(this);
+  }
+
+  /** No reader is left: the ring's chunks and the rows go back. */
+  private releaseAll(): void {
+    for (const c of this.ring.values()) if (c.holders === 0 && c.pooled) this.owner.pool.giveBack(c.pooled);
+    this.ring.clear();
+    if (!this.rowsGone) {
+      this.rowsGone = true;
+      this.owner.giveBackRows(this.writer.rows);
+    }
+  }
+}
+
+/** One response's reading of a production: it holds at most the chunk it is sending. */
+class ProductionReader implements Body {
+  private held: Chunk | null = null;
+  private closed = false;
+
+  constructor(private readonly p: Production) {
+    p.readerOpened();
+  }
+
+  get total(): number {
+    return this.p.total;
+  }
+
+  piece(i: number): Uint8Array | null {
+    if (this.held) this.p.drop(this.held);
+    this.held = this.p.take(i);
+    return this.held?.bytes ?? null;
+  }
+
+  release(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.held) this.p.drop(this.held);
+    this.held = null;
+    this.p.readerClosed();
+  }
+}

@@ -1,0 +1,239 @@
+import type { Logger } from '../core/log.js';
+import type { Exchange } from './exchange.js';
+import type { HttpResponse } from './uws.js';
+
+export type Headers = ReadonlyArray<readonly [string, string]>;
+
+/**
+ * A response body of `total` bytes, handed out as a sequence of pieces. One
+ * reader takes it from start to end: `piece(i)` is asked for only after
+ * piece i - 1 was taken whole, and may produce it then.
+ */
+export interface Body {
+  readonly total: number;
+  /** Piece i (from 0), or null after the last. */
+  piece(i: number): Uint8Array | null;
+  /**
+   * The body is sent later than the call that began it: bytes it borrowed
+   * from a buffer that the next request reuses must be taken over now.
+   */
+  keep?(): void;
+  /** Runs once: nothing of the body is read any more (sent, given up or aborted). */
+  release(): void;
+}
+
+/** A body already in memory: its bytes, then an optional tail. */
+export class BytesBody implements Body {
+  readonly total: number;
+
+  constructor(
+    private readonly bytes: Uint8Array,
+    private readonly tail: Uint8Array | null = null,
+    private readonly onRelease: (() => void) | null = null,
+  ) {
+    this.total = bytes.length + (tail?.length ?? 0);
+  }
+
+  piece(i: number): Uint8Array | null {
+    return i === 0 ? this.bytes : i === 1 ? this.tail : null;
+  }
+
+  release(): void {
+    this.onRelease?.();
+  }
+}
+
+/** A response whose body the socket could not take at once. */
+class Outgoing {
+  /** The piece being sent, its index, and the write offset at which it begins. */
+  index = 0;
+  base = 0;
+  /** The client's progress: its write offset, and when it last moved. */
+  offset = 0;
+  progressAtMs = 0;
+
+  constructor(readonly ex: Exchange, readonly body: Body, public current: Uint8Array) {}
+}
+
+/**
+ * How often bodies still being sent are pushed on. uWebSockets.js writes
+ * again only on a writable event, which Linux raises once a large part of
+ * the send buffer is free: to a client reading 100 KB/s that is tens of
+ * seconds, longer than the 10 s after which uWebSockets.js drops a silent
+ * connection. Each push writes what the socket takes now and restarts that
+ * timeout.
+ */
+const PUSH_INTERVAL_MS = 1000;
+/** A client that has taken no byte for this long is left to the timeout. */
+const STALL_LIMIT_MS = 60_000;
+const EMPTY = new Uint8Array(0);
+const TEXT = 'text/plain; charset=utf-8';
+const encoder = new TextEncoder();
+
+/**
+ * Writes every response of an app: status, headers and the start of the body
+ * in one cork, and the rest of bodies that sockets could not take at once,
+ * on writable events and by a periodic push. It owns those pending bodies.
+ */
+export class Sender {
+  private readonly pending = new Set<Outgoing>();
+  private pusher: NodeJS.Timeout | null = null;
+
+  constructor(private readonly log: Logger) {}
+
+  /** Responses whose bodies are still being sent. */
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
+  /**
+   * Answers with bytes in memory, then `tail`. When the socket cannot take
+   * them at once they are sent later, and must not change until
+   * `onRelease` runs.
+   */
+  bytes(ex: Exchange, status: string, headers: Headers, bytes: Uint8Array, tail: Uint8Array | null = null, onRelease: (() => void) | null = null): void {
+    const total = bytes.length + (tail?.length ?? 0);
+    if (ex.head || tail !== null || onRelease !== null) {
+      this.body(ex, status, headers, new BytesBody(bytes, tail, onRelease));
+      return;
+    }
+    // The common small answer: no body object unless the socket holds it back.
+    ex.answer(status, total);
+    const res = ex.res;
+    res.cork(() => {
+      writeHead(res, status, headers);
+      const base = res.getWriteOffset();
+      const [, finished] = res.tryEnd(bytes, total);
+      if (finished) return;
+      const o = new Outgoing(ex, new BytesBody(bytes), bytes);
+      o.base = base;
+      this.hold(o, res.getWriteOffset());
+    });
+  }
+
+  /** Answers with a body of pieces. A HEAD answer announces its length and reads none of it. */
+  body(ex: Exchange, status: string, headers: Headers, body: Body): void {
+    if (ex.aborted) {
+      body.release();
+      return;
+    }
+    ex.answer(status, body.total);
+    const res = ex.res;
+    res.cork(() => {
+      writeHead(res, status, headers);
+      if (ex.head) {
+        res.writeHeader('Content-Length', String(body.total));
+        res.endWithoutBody();
+        body.release();
+        return;
+      }
+      const first = body.piece(0) ?? EMPTY;
+      const o = new Outgoing(ex, body, first);
+      o.base = res.getWriteOffset();
+      const [, finished] = this.sendRest(o, o.base);
+      if (finished) body.release();
+      else this.hold(o, res.getWriteOffset());
+    });
+  }
+
+  /** A one-line `Error: ...` answer (API.md 1.4). */
+  error(ex: Exchange, status: string, message: string, extra: Headers = []): void {
+    const headers: Headers = extra.length === 0 ? ERROR_HEADERS : [...ERROR_HEADERS, ...extra];
+    this.bytes(ex, status, headers, encoder.encode(`Error: ${message}`));
+  }
+
+  /** Gives up every body still being sent (at the end of a graceful stop). */
+  abandonAll(): void {
+    for (const o of [...this.pending]) this.finish(o);
+  }
+
+  /** Keeps sending the body of `o`, written up to write offset `offset`, on writable events and pushes. */
+  private hold(o: Outgoing, offset: number): void {
+    const ex = o.ex;
+    const res = ex.res;
+    o.body.keep?.();
+    o.offset = offset;
+    o.progressAtMs = performance.now();
+    this.pending.add(o);
+    ex.onAbort(() => this.finish(o));
+    this.pusher ??= setInterval(() => this.pushAll(), PUSH_INTERVAL_MS).unref();
+    res.onWritable((at: number) => {
+      if (ex.aborted || !this.pending.has(o)) return true;
+      const [more, finished] = this.sendRest(o, at);
+      if (finished) this.finish(o);
+      return more;
+    });
+  }
+
+  /**
+   * Offers the socket the body from write offset `offset` on: the rest of the
+   * current piece, then the next pieces while it takes them whole. `tryEnd`
+   * keeps nothing it could not write; what it did not take is offered again
+   * from the new write offset. Returns [more may be written now, finished].
+   */
+  private sendRest(o: Outgoing, offset: number): [boolean, boolean] {
+    const res = o.ex.res;
+    try {
+      for (;;) {
+        let at = offset - o.base;
+        while (at >= o.current.length) {
+          const next = o.body.piece(o.index + 1);
+          if (next === null) return res.tryEnd(EMPTY, o.body.total);
+          o.index++;
+          o.base += o.current.length;
+          at -= o.current.length;
+          o.current = next;
+        }
+        const [ok, finished] = res.tryEnd(o.current.subarray(at), o.body.total);
+        if (!ok || finished) return [ok, finished];
+        offset = res.getWriteOffset();
+      }
+    } catch (err) {
+      // A body that cannot be produced any further: the client gets a cut-off body, never a wrong one.
+      this.log.error({ event: 'body_failed', err }, 'producing a response body failed; closing the connection');
+      o.ex.aborted = true;
+      res.close();
+      return [false, true];
+    }
+  }
+
+  private push(o: Outgoing, nowMs: number): boolean {
+    if (o.ex.aborted) return false;
+    const res = o.ex.res;
+    const offset = res.getWriteOffset();
+    if (offset !== o.offset) {
+      o.offset = offset;
+      o.progressAtMs = nowMs;
+    } else if (nowMs - o.progressAtMs > STALL_LIMIT_MS) {
+      return false;
+    }
+    let finished = false;
+    res.cork(() => {
+      [, finished] = this.sendRest(o, offset);
+    });
+    return !finished;
+  }
+
+  private pushAll(): void {
+    const now = performance.now();
+    for (const o of [...this.pending]) if (!this.push(o, now)) this.finish(o);
+    if (this.pending.size === 0 && this.pusher) {
+      clearInterval(this.pusher);
+      this.pusher = null;
+    }
+  }
+
+  /** The body of `o` is sent, given up or aborted: nothing reads it any more. */
+  private finish(o: Outgoing): void {
+    if (!this.pending.delete(o)) return;
+    o.ex.onAbort(null);
+    o.body.release();
+  }
+}
+
+const ERROR_HEADERS: Headers = [['Content-Type', TEXT], ['Cache-Control', 'no-store']];
+
+function writeHead(res: HttpResponse, status: string, headers: Headers): void {
+  res.writeStatus(status);
+  for (let i = 0; i < headers.length; i++) res.writeHeader(headers[i][0], headers[i][1]);
+}
