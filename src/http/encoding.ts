@@ -6,11 +6,12 @@ export type Encoding = 'br' | 'gzip';
 export const MIN_ENCODED_BYTES = 1024;
 
 /**
- * Compression settings, chosen from the figures in bench/README.md: the
- * levels past which a body barely shrinks any more while the time to
- * compress it keeps growing.
+ * Compression settings, chosen from the figures of `npm run
+ * bench:compression` (bench/README.md) on the JSON dumps: gzip level 3
+ * (level 4 is slower and no smaller), and brotli quality 4, the first
+ * clearly smaller than gzip's choice (quality 5 halves the speed again).
  */
-export const GZIP_LEVEL = 4;
+export const GZIP_LEVEL = 3;
 export const BROTLI_QUALITY = 4;
 
 /** A few header values cover nearly every client: each is parsed once. */

@@ -160,12 +160,15 @@ export class Production implements Source {
       return { index: i, bytes: this.whole.subarray(this.chunkStart[i], this.chunkStart[i + 1]), holders: 1, pooled: null };
     }
     let c = this.ring.get(i);
-    if (!c) {
-      c = this.render(i);
-      this.ring.set(i, c);
-      if (this.ring.size > RING_CHUNKS) this.evictOldest();
+    if (c) {
+      c.holders++;
+      return c;
     }
+    c = this.render(i);
+    // Held before the ring is trimmed: a reader far behind may have rendered the oldest chunk.
     c.holders++;
+    this.ring.set(i, c);
+    if (this.ring.size > RING_CHUNKS) this.evictOldest();
     return c;
   }
 

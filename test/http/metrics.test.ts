@@ -1,17 +1,12 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { metricValue as value } from '../helpers/http-read.js';
 import { TEST_KEY, TEST_NOW_S, startTestServer, type TestServer } from '../helpers/server.js';
 
 const snapshot = encodeSnapshot(generateRecords({ records: 300, seed: 6, now: TEST_NOW_S }), TEST_NOW_S);
 const keys = { keys: [{ key: TEST_KEY, limits: { per_window: null, daily: null, subnets: null } }, { key: 'two', limits: { per_window: 2 } }] };
 
-/** The value of one series in a Prometheus text exposition. */
-function value(text: string, series: string): number {
-  const line = text.split('\n').find((l) => l.startsWith(series + ' '));
-  if (!line) throw new Error(`no series ${series} in:\n${text.slice(0, 2000)}`);
-  return Number(line.slice(series.length + 1));
-}
 
 const test = suite<{ t: TestServer }>('/metrics');
 test.before.each(async (ctx) => {
