@@ -36,7 +36,7 @@ try {
       results[name] = [];
       wrk(target, paths, 2, work); // warm-up
       for (const rate of RATES) {
-        const r = wrk(target, paths, 10, work, rate);
+        const r = wrk(target, paths, 10, work, { rate });
         const row = { offered: rate, achieved: r.rps, p50_ms: r.p50_ms, p99_ms: r.p99_ms, p999_ms: r.p999_ms, errors: r.errors };
         results[name].push(row);
         console.error(`${name} @ ${rate}/s: ${JSON.stringify(row)}`);

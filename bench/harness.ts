@@ -79,29 +79,41 @@ export interface WrkResult {
 
 export const CONNECTIONS = 64;
 
-/**
- * One wrk run, pinned to the load core: 1 thread, 64 connections, rotating
- * through `paths`; with `rate`, each connection paces itself so that the
- * offered load is `rate` requests per second.
- */
-export function wrk(port: number, paths: readonly string[], seconds: number, workDir: string, rate?: number): WrkResult {
-  const file = join(workDir, 'wrk-paths.txt');
+export interface WrkOptions {
+  /** Offered requests per second: each connection paces itself. */
+  rate?: number;
+  connections?: number;
+  /** Request headers, such as an Accept-Encoding. */
+  headers?: Record<string, string>;
+  /** Names the paths file, for runs side by side in one folder. */
+  tag?: string;
+}
+
+function wrkArgs(port: number, paths: readonly string[], duration: string, workDir: string, o: WrkOptions): { args: string[]; env: NodeJS.ProcessEnv } {
+  const file = join(workDir, `wrk-paths-${o.tag ?? 'main'}.txt`);
   writeFileSync(file, paths.join('\n') + '\n');
-  const pacing = rate ? { DELAY_MS: String((CONNECTIONS * 1000) / rate) } : {};
-  const out = execFileSync('taskset', ['-c', LOAD_CORE, 'wrk', '-t', '1', '-c', String(CONNECTIONS), '-d', `${seconds}s`, '--timeout', '30s', '-s', WRK_LUA, `http://127.0.0.1:${port}`], {
+  const connections = o.connections ?? CONNECTIONS;
+  const pacing = o.rate ? { DELAY_MS: String((connections * 1000) / o.rate) } : {};
+  const headers = Object.entries(o.headers ?? {}).flatMap(([k, v]) => ['-H', `${k}: ${v}`]);
+  return {
+    args: ['-c', LOAD_CORE, 'wrk', '-t', '1', '-c', String(connections), '-d', duration, '--timeout', '30s', ...headers, '-s', WRK_LUA, `http://127.0.0.1:${port}`],
     env: { ...process.env, PATHS: file, ...pacing },
-    maxBuffer: 1 << 24,
-  }).toString();
-  return parseWrk(out);
+  };
+}
+
+/**
+ * One wrk run, pinned to the load core: 1 thread, 64 connections unless
+ * told otherwise, rotating through `paths`.
+ */
+export function wrk(port: number, paths: readonly string[], seconds: number, workDir: string, o: WrkOptions = {}): WrkResult {
+  const { args, env } = wrkArgs(port, paths, `${seconds}s`, workDir, o);
+  return parseWrk(execFileSync('taskset', args, { env, maxBuffer: 1 << 24 }).toString());
 }
 
 /** A wrk run like `wrk`'s that lasts until `finish()` is called, for load beside something else. */
-export function startWrk(port: number, paths: readonly string[], workDir: string, connections = CONNECTIONS): { finish(): Promise<WrkResult> } {
-  const file = join(workDir, 'wrk-paths-background.txt');
-  writeFileSync(file, paths.join('\n') + '\n');
-  const load = spawn('taskset', ['-c', LOAD_CORE, 'wrk', '-t', '1', '-c', String(connections), '-d', '3600s', '--timeout', '30s', '-s', WRK_LUA, `http://127.0.0.1:${port}`], {
-    env: { ...process.env, PATHS: file },
-  });
+export function startWrk(port: number, paths: readonly string[], workDir: string, o: WrkOptions = {}): { finish(): Promise<WrkResult> } {
+  const { args, env } = wrkArgs(port, paths, '3600s', workDir, { tag: 'background', ...o });
+  const load = spawn('taskset', args, { env });
   let out = '';
   load.stdout.on('data', (d) => (out += d));
   const exited = new Promise((r) => load.once('exit', r));
@@ -135,8 +147,8 @@ export async function serverMemory(port: number): Promise<{ rss_mb: number; heap
 }
 
 /** The median run by requests/s of `runs` wrk runs. */
-export function wrkMedian(port: number, paths: readonly string[], seconds: number, runs: number, workDir: string): WrkResult & { runs_rps: number[] } {
-  const results = Array.from({ length: runs }, () => wrk(port, paths, seconds, workDir));
+export function wrkMedian(port: number, paths: readonly string[], seconds: number, runs: number, workDir: string, o: WrkOptions = {}): WrkResult & { runs_rps: number[] } {
+  const results = Array.from({ length: runs }, () => wrk(port, paths, seconds, workDir, o));
   const m = median(results.map((r) => r.rps));
   return { ...results.find((r) => r.rps === m)!, runs_rps: results.map((r) => r.rps) };
 }

@@ -32,12 +32,12 @@ try {
   const whole = Buffer.from(await (await fetch(base + dump)).arrayBuffer());
   console.error(`dump: ${whole.length} bytes; reading it at ${RATE} B/s takes ~${Math.round(whole.length / RATE)} s`);
 
-  const alone = startWrk(port, small, work, OTHERS);
+  const alone = startWrk(port, small, work, { connections: OTHERS });
   await sleep(20_000);
   const baseline = await alone.finish();
   console.error(`others alone: ${JSON.stringify(baseline)}`);
 
-  const beside = startWrk(port, small, work, OTHERS);
+  const beside = startWrk(port, small, work, { connections: OTHERS });
   const started = Date.now();
   let peak = await serverMemory(port);
   const sampler = setInterval(() => void serverMemory(port).then((m) => { if (m.rss_mb > peak.rss_mb) peak = m; }), 5000);

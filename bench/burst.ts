@@ -1,0 +1,123 @@
+/**
+ * The burst: clients on cron fetch the whole list at the same second.
+ * - 200,000 records: 30 connections download `time=100000&get=json` (the
+ *   whole store, about 70 MB) over and over, while one more connection sends
+ *   small queries; default options.
+ * - 1,000,000 records: 16 connections on `time=3600&get=json` (about 350 MB).
+ * The same bytes are served by the bare uWebSockets.js ceiling in the same
+ * run. Reported: the small queries' p99 (B3), the big bodies per second (B4),
+ * the server's peak RSS (B5, VmHWM) and its longest event-loop delay (B6,
+ * from its own /metrics, which prom-client reads with monitorEventLoopDelay).
+ * Servers on core 0, wrk on core 1.
+ * Run: npm run bench:burst [-- --quick]   (--quick: 200,000 records, 1 run)
+ */
+import { type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePorts } from '../test/helpers/cli.js';
+import { BENCH_KEY, CLI, captureBodies, generateSnapshot, median, sleep, startPinned, startWrk, stop, waitFor, wrk, writeBenchKeys, type WrkResult } from './harness.js';
+
+const quick = process.argv.includes('--quick');
+const RUNS = quick ? 1 : 3;
+const SECONDS = 10;
+const SMALL = ['type=http&count=100', 'get=json&country=us&count=50', 'type=socks5&anon=elite&count=20', 'get=json&pretty=0&works=90&count=200'];
+const cases = [
+  { records: 200_000, big: 'time=100000&get=json', readers: 30 },
+  ...(quick ? [] : [{ records: 1_000_000, big: 'time=3600&get=json', readers: 16 }]),
+];
+
+const peakRssMb = (child: ChildProcess): number => Math.round(Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) / 1024);
+
+async function loopDelayMaxMs(port: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return Math.round(Number(/^proxylist_nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)![1]) * 1000 * 10) / 10;
+}
+
+interface Row { name: string; big_rps: number; big_mb_per_s: number; small_p50_ms: number; small_p99_ms: number; small_rps: number; errors: number; peak_rss_mb: number; loop_delay_max_ms?: number }
+
+/** One burst against `port`: the big readers in the background, the small client measured in the foreground. */
+async function burst(port: number, bigPath: string, readers: number, smallPaths: string[], work: string, server: boolean): Promise<Omit<Row, 'name' | 'peak_rss_mb'>> {
+  if (server) await loopDelayMaxMs(port); // the maximum is kept since the last scrape
+  const big = startWrk(port, [bigPath], work, { connections: readers });
+  await sleep(1000);
+  const small: WrkResult = wrk(port, smallPaths, SECONDS, work, { connections: 1, tag: 'small' });
+  const b = await big.finish();
+  const delay = server ? { loop_delay_max_ms: await loopDelayMaxMs(port) } : {};
+  return { big_rps: Math.round((b.rps) * 10) / 10, big_mb_per_s: b.mb_per_s, small_p50_ms: small.p50_ms, small_p99_ms: small.p99_ms, small_rps: small.rps, errors: b.errors + small.errors, ...delay };
+}
+
+async function runCase(c: (typeof cases)[number], work: string): Promise<Record<string, unknown>> {
+  const snapshot = join(work, `snapshot-${c.records}.msgpack`);
+  const keys = join(work, 'keys.json');
+  generateSnapshot(snapshot, c.records, Math.floor(Date.now() / 1000));
+  writeBenchKeys(keys);
+  const bigPath = `/api?key=${BENCH_KEY}&${c.big}`;
+  const smallPaths = SMALL.map((q) => `/api?key=${BENCH_KEY}&${q}`);
+  const [serverPort, ceilingPort] = await freePorts(2);
+  const rows: Row[] = [];
+
+  const server = startPinned(process.execPath, [CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(serverPort), '--host', '127.0.0.1', '--log-level', 'warn']);
+  let index: string;
+  let bigBytes: number;
+  try {
+    await waitFor(`http://127.0.0.1:${serverPort}/health`, 180_000, (s) => s === 200);
+    const bodies = join(work, `bodies-${c.records}`);
+    mkdirSync(bodies, { recursive: true });
+    const captured = await captureBodies(serverPort, [bigPath, ...smallPaths], bodies);
+    index = captured.index;
+    bigBytes = captured.captured[0].body.length;
+    console.error(`[${c.records}] big body ${(bigBytes / 1e6).toFixed(1)} MB, ${c.readers} readers`);
+    const runs = [];
+    for (let i = 0; i < RUNS; i++) runs.push(await burst(serverPort, bigPath, c.readers, smallPaths, work, true));
+    rows.push({ name: 'proxylist (defaults)', ...pick(runs), peak_rss_mb: peakRssMb(server) });
+  } finally {
+    await stop(server);
+  }
+  await sleep(500);
+  const ceiling = startPinned(process.execPath, [fileURLToPath(new URL('./contenders/ceiling.js', import.meta.url)), index, String(ceilingPort)]);
+  try {
+    await waitFor(`http://127.0.0.1:${ceilingPort}${smallPaths[0]}`, 60_000, (s) => s === 200);
+    const runs = [];
+    for (let i = 0; i < RUNS; i++) runs.push(await burst(ceilingPort, bigPath, c.readers, smallPaths, work, false));
+    rows.push({ name: 'uWS ceiling (same bytes)', ...pick(runs), peak_rss_mb: peakRssMb(ceiling) });
+  } finally {
+    await stop(ceiling);
+  }
+  for (const r of rows) console.error(`[${c.records}] ${JSON.stringify(r)}`);
+  const [ours, top] = rows;
+  return {
+    records: c.records, big_query: c.big, big_mb: Math.round(bigBytes / 1e5) / 10, readers: c.readers, rows,
+    big_rps_vs_ceiling: Math.round((ours.big_rps / top.big_rps) * 100) / 100,
+    small_p99_target_ms: Math.max(20, 2 * top.small_p99_ms),
+  };
+}
+
+/** The run with the median big-body throughput; the worst small p99 and loop delay of all runs. */
+function pick(runs: Array<Omit<Row, 'name' | 'peak_rss_mb'>>): Omit<Row, 'name' | 'peak_rss_mb'> & { runs_big_rps: number[]; runs_small_p99_ms: number[] } {
+  const m = median(runs.map((r) => r.big_rps));
+  const chosen = runs.find((r) => r.big_rps === m)!;
+  const delays = runs.map((r) => r.loop_delay_max_ms).filter((d): d is number => d !== undefined);
+  return {
+    ...chosen,
+    ...(delays.length > 0 ? { loop_delay_max_ms: Math.max(...delays) } : {}),
+    runs_big_rps: runs.map((r) => r.big_rps),
+    runs_small_p99_ms: runs.map((r) => r.small_p99_ms),
+  };
+}
+
+const work = mkdtempSync(join(tmpdir(), 'proxylist-burst-'));
+try {
+  const results = [];
+  for (const c of cases) results.push(await runCase(c, work));
+  const doc = { date: new Date().toISOString(), cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, runs: RUNS, seconds: SECONDS, small_queries: SMALL, results };
+  mkdirSync('bench/results', { recursive: true });
+  writeFileSync(join('bench', 'results', quick ? 'burst-quick.json' : 'burst.json'), JSON.stringify(doc, null, 2) + '\n');
+  console.log('| records | contender | big bodies/s | MB/s | small p50 ms | small p99 ms | peak RSS MB | longest loop delay ms | errors |\n|---|---|---|---|---|---|---|---|---|');
+  for (const r of results as Array<{ records: number; rows: Row[] }>) {
+    for (const row of r.rows) console.log(`| ${r.records.toLocaleString('en')} | ${row.name} | ${row.big_rps} | ${row.big_mb_per_s} | ${row.small_p50_ms} | ${row.small_p99_ms} | ${row.peak_rss_mb} | ${row.loop_delay_max_ms ?? '-'} | ${row.errors} |`);
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}

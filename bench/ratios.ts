@@ -1,0 +1,105 @@
+/**
+ * This server (defaults) against the bare uWebSockets.js ceiling serving the
+ * same bytes, on three workloads, runs of the two alternating so that the
+ * machine's drift touches both alike:
+ * - B1, the small answers (`SMALL_MIX`): the per-request work;
+ * - B2, the benchmark mix (`QUERY_MIX`), full dumps included;
+ * - B7, the mix with `Accept-Encoding: gzip`, against a ceiling that serves
+ *   the same gzip bytes precompressed.
+ * wrk 1 thread x 64 connections on core 1, servers on core 0; the median of
+ * 3 runs of 10 s (1 run of 3 s with --quick).
+ * Run: npm run bench:ratios [-- --quick] [-- --records N]
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePorts } from '../test/helpers/cli.js';
+import { BENCH_KEY, CLI, captureBodies, generateSnapshot, median, startPinned, stop, waitFor, wrk, writeBenchKeys, type WrkOptions, type WrkResult } from './harness.js';
+import { QUERY_MIX, SMALL_MIX } from './mix.js';
+
+const quick = process.argv.includes('--quick');
+const arg = process.argv.indexOf('--records');
+const sizes = arg > 0 ? [Number(process.argv[arg + 1])] : quick ? [100_000] : [100_000, 1_000_000];
+const RUNS = quick ? 1 : 3;
+const SECONDS = quick ? 3 : 10;
+const GZIP = { 'Accept-Encoding': 'gzip' };
+const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+
+const workloads = [
+  { id: 'B1', name: 'small answers', mix: SMALL_MIX, headers: {} },
+  { id: 'B2', name: 'the mix', mix: QUERY_MIX, headers: {} },
+  { id: 'B7', name: 'the mix, gzip', mix: QUERY_MIX, headers: GZIP },
+];
+
+interface WorkloadRow {
+  id: string;
+  workload: string;
+  records: number;
+  proxylist: WrkResult & { runs_rps: number[] };
+  ceiling: WrkResult & { runs_rps: number[] };
+  ratio: number;
+}
+
+async function runSize(records: number, work: string): Promise<{ records: number; workloads: WorkloadRow[] }> {
+  const snapshot = join(work, `snapshot-${records}.msgpack`);
+  const keys = join(work, 'keys.json');
+  generateSnapshot(snapshot, records, Math.floor(Date.now() / 1000));
+  writeBenchKeys(keys);
+  const [serverPort, ...ceilingPorts] = await freePorts(1 + workloads.length);
+  const server = startPinned(process.execPath, [CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(serverPort), '--host', '127.0.0.1', '--log-level', 'warn']);
+  const out: WorkloadRow[] = [];
+  try {
+    await waitFor(`http://127.0.0.1:${serverPort}/health`, 180_000, (s) => s === 200);
+    for (const [i, w] of workloads.entries()) {
+      const paths = w.mix.map((q) => `/api?key=${BENCH_KEY}${q ? '&' + q : ''}`);
+      const dir = join(work, `bodies-${records}-${w.id}`);
+      mkdirSync(dir, { recursive: true });
+      const { index } = await captureBodies(serverPort, paths, dir, w.headers);
+      const ceiling = startPinned(process.execPath, [here('./contenders/ceiling.js'), index, String(ceilingPorts[i])]);
+      try {
+        await waitFor(`http://127.0.0.1:${ceilingPorts[i]}${paths[0]}`, 60_000, (s) => s === 200);
+        const o: WrkOptions = { headers: w.headers };
+        wrk(serverPort, paths, 2, work, o); // warm-up
+        wrk(ceilingPorts[i], paths, 2, work, o);
+        const ours: WrkResult[] = [];
+        const top: WrkResult[] = [];
+        for (let r = 0; r < RUNS; r++) {
+          ours.push(wrk(serverPort, paths, SECONDS, work, o));
+          top.push(wrk(ceilingPorts[i], paths, SECONDS, work, o));
+        }
+        const m = (rs: WrkResult[]) => rs.find((x) => x.rps === median(rs.map((y) => y.rps)))!;
+        const row = {
+          id: w.id, workload: w.name, records,
+          proxylist: { ...m(ours), runs_rps: ours.map((x) => x.rps) },
+          ceiling: { ...m(top), runs_rps: top.map((x) => x.rps) },
+          ratio: Math.round((median(ours.map((x) => x.rps)) / median(top.map((x) => x.rps))) * 100) / 100,
+        };
+        console.error(`[${records}] ${w.id} ${w.name}: ${row.proxylist.rps} vs ${row.ceiling.rps} req/s = ${row.ratio}x (runs ${row.proxylist.runs_rps.join(', ')} / ${row.ceiling.runs_rps.join(', ')})`);
+        out.push(row);
+      } finally {
+        await stop(ceiling);
+      }
+    }
+  } finally {
+    await stop(server);
+  }
+  return { records, workloads: out };
+}
+
+const work = mkdtempSync(join(tmpdir(), 'proxylist-ratios-'));
+try {
+  const results = [];
+  for (const size of sizes) results.push(await runSize(size, work));
+  const doc = { date: new Date().toISOString(), cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, runs: RUNS, seconds: SECONDS, connections: 64, results };
+  mkdirSync('bench/results', { recursive: true });
+  writeFileSync(join('bench', 'results', quick ? 'ratios-quick.json' : 'ratios.json'), JSON.stringify(doc, null, 2) + '\n');
+  console.log('| # | workload | records | proxylist req/s | ceiling req/s | ratio | proxylist p99 ms | ceiling p99 ms |\n|---|---|---|---|---|---|---|---|');
+  for (const r of results) {
+    for (const w of r.workloads) {
+      console.log(`| ${w.id} | ${w.workload} | ${r.records.toLocaleString('en')} | ${w.proxylist.rps.toLocaleString('en')} | ${w.ceiling.rps.toLocaleString('en')} | ${w.ratio} | ${w.proxylist.p99_ms} | ${w.ceiling.p99_ms} |`);
+    }
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
