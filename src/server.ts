@@ -12,6 +12,7 @@ import { BodySources } from './http/bodies.js';
 import { ResponseCache } from './http/response-cache.js';
 import { Sender } from './http/sender.js';
 import { loadUws, type TemplatedApp, type us_listen_socket } from './http/uws.js';
+import { QueryMemo } from './query/query-memo.js';
 import { SnapshotFeed } from './snapshot/snapshot-feed.js';
 
 export interface ServeOptions {
@@ -96,7 +97,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     limiter.prune(clock.nowMs(), clock.monotonicMs(), longestWindowS * 1000);
   }, 3600_000);
   pruner.unref();
-  const app = createApp({ clock, feed, keys, limiter, trustProxy, bodies, sender, log, metrics, metricsAllow, accessLog: o.accessLog ?? false });
+  const app = createApp({ clock, feed, keys, limiter, trustProxy, queries: new QueryMemo(), bodies, sender, log, metrics, metricsAllow, accessLog: o.accessLog ?? false });
 
   let token: us_listen_socket;
   try {

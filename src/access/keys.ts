@@ -87,6 +87,13 @@ const orDefault = (v: number | null | undefined, d: number | null): number | nul
 
 /** The keys in force: lookup is by the SHA-256 of the presented key, never by comparing keys. */
 export class KeyTable {
+  /**
+   * Presented keys already hashed to an entry of this table. Only keys of
+   * the table get here, one string each, so it holds at most as many as the
+   * table; a new table starts empty.
+   */
+  private readonly known = new Map<string, KeyEntry>();
+
   constructor(readonly entries: ReadonlyMap<string, KeyEntry>) {}
 
   static empty(): KeyTable {
@@ -131,8 +138,13 @@ export class KeyTable {
 
   /** The entry of a presented key if it is known, enabled and not expired at `nowMs`. */
   find(presented: string, nowMs: number): KeyEntry | null {
-    const entry = this.entries.get(sha256Hex(presented));
-    if (!entry || entry.disabled) return null;
+    let entry = this.known.get(presented);
+    if (!entry) {
+      entry = this.entries.get(sha256Hex(presented));
+      if (!entry) return null;
+      this.known.set(presented, entry);
+    }
+    if (entry.disabled) return null;
     if (entry.expiresAtMs !== null && nowMs >= entry.expiresAtMs) return null;
     return entry;
   }

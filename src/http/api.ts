@@ -3,13 +3,12 @@ import { clientAddress, parseAddress, subnetOf, type AddressSet } from '../acces
 import type { KeysFeed } from '../access/keys-feed.js';
 import type { Limiter } from '../access/limiter.js';
 import { rateLimitHeaders } from '../access/rate-limit-headers.js';
-import { parsePlan } from '../query/parse.js';
 import type { Get } from '../query/plan.js';
-import { readQuery } from '../query/query-string.js';
+import type { QueryMemo } from '../query/query-memo.js';
 import { DEFAULT_SERVICES } from '../snapshot/format.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { BodySources } from './bodies.js';
-import { negotiate } from './encoding.js';
+import { negotiate, type Encoding } from './encoding.js';
 import type { Exchange } from './exchange.js';
 import type { Metrics } from './metrics.js';
 import type { Headers, Sender } from './sender.js';
@@ -25,16 +24,16 @@ const DOWNLOAD: Partial<Record<Get, string>> = {
 };
 
 /** The headers of a 200 (API.md 1.3 and 5.5), per output and content coding, built once. */
-const SUCCESS_HEADERS = new Map<string, Headers>();
-for (const get of ['txt', 'txt.file', 'json', 'json.file'] as const) {
-  for (const encoding of [null, 'gzip', 'br']) {
-    const headers: Array<[string, string]> = [['Content-Type', get.startsWith('json') ? JSON_TYPE : TEXT], ['Cache-Control', 'private, no-cache'], ['Vary', 'Accept-Encoding']];
-    const disposition = DOWNLOAD[get];
-    if (disposition) headers.push(['Content-Disposition', disposition]);
-    if (encoding) headers.push(['Content-Encoding', encoding]);
-    SUCCESS_HEADERS.set(`${get}|${encoding}`, headers);
-  }
-}
+const successHeaders = (get: Get, encoding: string | null): Headers => {
+  const headers: Array<[string, string]> = [['Content-Type', get.startsWith('json') ? JSON_TYPE : TEXT], ['Cache-Control', 'private, no-cache'], ['Vary', 'Accept-Encoding']];
+  const disposition = DOWNLOAD[get];
+  if (disposition) headers.push(['Content-Disposition', disposition]);
+  if (encoding) headers.push(['Content-Encoding', encoding]);
+  return headers;
+};
+const SUCCESS_HEADERS = Object.fromEntries(
+  (['txt', 'txt.file', 'json', 'json.file'] as const).map((get) => [get, { identity: successHeaders(get, null), gzip: successHeaders(get, 'gzip'), br: successHeaders(get, 'br') }]),
+) as Record<Get, Record<'identity' | 'gzip' | 'br', Headers>>;
 
 export interface ApiDeps {
   clock: Clock;
@@ -42,6 +41,7 @@ export interface ApiDeps {
   keys: KeysFeed;
   limiter: Limiter;
   trustProxy: AddressSet;
+  queries: QueryMemo;
   bodies: BodySources;
   sender: Sender;
   metrics: Metrics;
@@ -72,7 +72,8 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
   return (ex, req) => {
     const query = req.getQuery();
     if (targetTooLong(req.getUrl(), query)) return sender.error(ex, '414 URI Too Long', 'Request URI too long');
-    const raw = readQuery(query);
+    const memo = deps.queries.read(query);
+    const raw = memo.raw;
 
     const presented = raw.values.get('key');
     if (raw.malformed === 'key') return sender.error(ex, '400 Bad Request', 'Malformed percent-encoding or UTF-8 in parameter key');
@@ -83,11 +84,14 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
     if (!entry) return sender.error(ex, '401 Unauthorized', 'Invalid access key');
     ex.keyLabel = entry.label;
 
-    // The TCP peer, or with --trust-proxy the client it forwards for.
-    const peer = parseAddress(Buffer.from(ex.res.getRemoteAddressAsText()).toString('latin1')) ?? { v4: 0 };
-    const client = deps.trustProxy.size > 0 ? clientAddress(peer, req.getHeader('x-forwarded-for'), deps.trustProxy) : peer;
+    // The client's subnet, for a key that has a subnet limit: the TCP peer's, or with --trust-proxy the client it forwards for.
+    let subnet = 0;
+    if (entry.limits.subnets !== null) {
+      const peer = parseAddress(Buffer.from(ex.res.getRemoteAddressAsText()).toString('latin1')) ?? { v4: 0 };
+      subnet = subnetOf(deps.trustProxy.size > 0 ? clientAddress(peer, req.getHeader('x-forwarded-for'), deps.trustProxy) : peer);
+    }
     const monoMs = deps.clock.monotonicMs();
-    const verdict = deps.limiter.admit(entry, subnetOf(client), nowMs, monoMs);
+    const verdict = deps.limiter.admit(entry, subnet, nowMs, monoMs);
     const rate = rateLimitHeaders(entry, deps.limiter.allowance(entry, nowMs, monoMs));
     if (!verdict.ok) {
       deps.metrics.rejected(verdict.limit);
@@ -96,14 +100,14 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
     // From here on the request is counted, whatever its outcome.
 
     const store = deps.feed.current;
-    const parsed = parsePlan(raw, store?.meta.services ?? DEFAULT_SERVICES);
+    const parsed = deps.queries.plan(memo, store?.meta.services ?? DEFAULT_SERVICES);
     if (!parsed.ok) return sender.error(ex, '400 Bad Request', parsed.message, rate);
     if (!store) return sender.error(ex, '503 Service Unavailable', 'Proxy list is not loaded yet', [['Retry-After', '5'], ...rate]);
 
     const plan = parsed.plan;
     const end = store.prefixEnd(Math.floor(nowMs / 1000) - plan.time);
     const source = deps.bodies.source(store, plan, end, nowMs, negotiate(req.getHeader('accept-encoding')));
-    const success = SUCCESS_HEADERS.get(`${plan.get}|${source.encoding}`)!;
+    const success = SUCCESS_HEADERS[plan.get][(source.encoding as Encoding | null) ?? 'identity'];
     const headers = rate.length > 0 ? [...success, ...rate] : success;
     if (source.total >= 0) return sender.body(ex, '200 OK', headers, source.open());
     // The body is being produced: the answer is written once its length is known.

@@ -16,6 +16,8 @@ export interface CachedBody {
   ends: Uint32Array | null;
 }
 
+const bareKeys = new WeakMap<Plan, { generation: number; key: string }>();
+
 /** How many of the ascending `rows` are below `end`. */
 function countBelow(rows: Uint32Array, end: number): number {
   let lo = 0;
@@ -73,7 +75,11 @@ export class ResponseCache {
    * answer for a narrower window is the cached rows below its end.
    */
   static key(store: Store, plan: Plan, end: number, nowS: number): string {
-    return `${store.source.generation}|${plan.json && plan.wrap ? `${end}|${nowS}` : ''}|${planKey(plan)}`;
+    if (plan.json && plan.wrap) return `${store.source.generation}|${end}|${nowS}|${planKey(plan)}`;
+    // Plans are remembered between requests (QueryMemo): so is their bare key, per store.
+    let k = bareKeys.get(plan);
+    if (k === undefined || k.generation !== store.source.generation) bareKeys.set(plan, (k = { generation: store.source.generation, key: `${store.source.generation}||${planKey(plan)}` }));
+    return k.key;
   }
 
   /** The key of an encoded body: encoded bytes are never narrowed. */

@@ -38,11 +38,20 @@ export interface Plan {
   ips: IpItem[] | null;
 }
 
+const keys = new WeakMap<Plan, string>();
+
 /**
  * The response cache key: everything the body depends on, in one fixed order,
- * and nothing else (the other output's parameters are left out).
+ * and nothing else (the other output's parameters are left out). Plans are
+ * never changed once parsed, so each one's key is worked out once.
  */
 export function planKey(p: Plan): string {
+  let key = keys.get(p);
+  if (key === undefined) keys.set(p, (key = keyOf(p)));
+  return key;
+}
+
+function keyOf(p: Plan): string {
   const select = [p.types, p.anons, p.ping, p.time, p.works, p.countries, p.countries ? p.countryMode : '', p.cities, p.services, p.count];
   const output = p.json
     ? [p.get, p.lang, p.fields, p.splitIp, p.pretty, p.wrap, p.format, p.ips?.map((i) => i.text) ?? null]
