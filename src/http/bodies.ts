@@ -8,11 +8,17 @@ import type { Store } from '../store/store.js';
 import { Compression } from './compression.js';
 import { MIN_ENCODED_BYTES, type Encoding } from './encoding.js';
 import { CHUNK_BYTES, ChunkPool, Production, type ProductionOwner, type Source } from './production.js';
-import { ResponseCache } from './response-cache.js';
+import { ResponseCache, countBelow } from './response-cache.js';
 import { BytesBody, type Body } from './sender.js';
 
 /** Chunk buffers kept between productions. */
 const POOLED_CHUNKS = 32;
+/**
+ * Bodies produced and kept whole while they are read, beyond what the
+ * response cache keeps: room for the whole-store JSON dump of a million
+ * records. Past it, bodies go through a ring of chunks.
+ */
+export const WHOLE_BODIES_BYTES = 512 * 1024 * 1024;
 
 /** Bytes in memory, ready to send as they are. */
 class Ready implements Source {
@@ -88,6 +94,9 @@ export class BodySources implements ProductionOwner {
   readonly pool = new ChunkPool(CHUNK_BYTES + 64 * 1024, POOLED_CHUNKS);
   private readonly scratch = new QueryScratch();
   private readonly underWay = new Map<string, Production | Compression>();
+  /** Per bare body's key, the production of the widest window under way: narrower windows read a prefix of it. */
+  private readonly widest = new Map<string, { p: Production; end: number }>();
+  private wholeBytes = 0;
 
   constructor(private readonly cache: ResponseCache, private readonly log: Logger) {}
 
@@ -135,10 +144,19 @@ export class BodySources implements ProductionOwner {
       this.joins++;
       return running;
     }
+    const bare = !(plan.json && plan.wrap);
+    const wider = bare ? this.widest.get(key) : undefined;
+    if (wider && end < wider.end) {
+      // Rows are freshest first: the narrower window's rows are those of the wider one below its end.
+      const k = countBelow(wider.p.writer.rows.subarray(0, wider.p.writer.n), end);
+      if (k > 0) {
+        this.joins++;
+        return k === wider.p.writer.n ? wider.p : wider.p.narrowed(k, wider.p.writer.closeBytes());
+      }
+    }
 
     const n = execute(store, plan, end, this.scratch);
     this.productions++;
-    const bare = !(plan.json && plan.wrap);
     const small = new BodyWriter(store, plan, this.scratch.rows, n, nowMs);
     if (n * small.rowBound <= CHUNK_BYTES) {
       // Small enough to render at once.
@@ -164,11 +182,24 @@ export class BodySources implements ProductionOwner {
       : null;
     const p = new Production(productionKey, writer, this, keeper, bare && plan.json);
     this.underWay.set(productionKey, p);
+    if (bare) this.widest.set(key, { p, end });
     return p;
   }
 
   retired(p: Production): void {
     if (this.underWay.get(p.key) === p) this.underWay.delete(p.key);
+    const key = p.key.slice(0, p.key.lastIndexOf('|'));
+    if (this.widest.get(key)?.p === p) this.widest.delete(key);
+  }
+
+  claim(bytes: number): boolean {
+    if (this.wholeBytes + bytes > WHOLE_BODIES_BYTES) return false;
+    this.wholeBytes += bytes;
+    return true;
+  }
+
+  unclaim(bytes: number): void {
+    this.wholeBytes -= bytes;
   }
 
   giveBackRows(rows: Uint32Array): void {

@@ -33,6 +33,9 @@ export interface ProductionOwner {
   retired(p: Production): void;
   /** The rows are read no more. */
   giveBackRows(rows: Uint32Array): void;
+  /** Room for a body of this length kept whole while it is read, from a budget shared by all productions; false when there is none. */
+  claim(bytes: number): boolean;
+  unclaim(bytes: number): void;
 }
 
 /** Who keeps a complete body: the response cache. */
@@ -72,19 +75,23 @@ export class ChunkPool {
 }
 
 /**
- * One body being produced, shared by every request that needs it meanwhile.
+ * One body being produced, shared by every request that needs it while it
+ * is read, and by requests for a narrower time window of the same query
+ * (a prefix of its rows, then the container's close).
  *
  * The length comes first, measured from the value lengths (a turn of the
  * event loop per slice of rows for large selections), so that every reader
  * can announce it. The bytes are then rendered a chunk at a time, when the
  * first reader needs that chunk:
- * - A body the response cache may keep is rendered once, in order, into one
- *   buffer, which goes to the cache when complete.
- * - A larger body is never held whole. The last few chunks stay in a ring
- *   for readers close behind; a reader that falls further behind renders the
- *   chunks it needs again, for itself (rendering is deterministic, from the
- *   same rows). A slow reader thus holds at most one chunk, and memory stays
- *   bounded whatever the number of readers and their speeds.
+ * - As a rule the body is kept whole while it is read: rendered once, in
+ *   order, into one buffer that every reader reads, whenever it joined. One
+ *   body per query, whatever the number of readers. A body the response
+ *   cache may keep goes to the cache when complete.
+ * - Past the budget for whole bodies, a body is never held whole. The last
+ *   few chunks stay in a ring for readers close behind; a reader that falls
+ *   further behind renders the chunks it needs again, for itself (rendering
+ *   is deterministic, from the same rows). A reader then holds at most one
+ *   chunk, and memory stays bounded whatever the readers and the queries.
  */
 export class Production implements Source {
   total = -1;
@@ -102,10 +109,12 @@ export class Production implements Source {
   /** The rows went to the cache, or back to the scratch. */
   private rowsGone = false;
   private readonly ring = new Map<number, Chunk>();
+  /** Bytes of the budget for whole bodies this one holds. */
+  private claimed = 0;
 
   constructor(
     readonly key: string,
-    private readonly writer: BodyWriter,
+    readonly writer: BodyWriter,
     private readonly owner: ProductionOwner,
     private readonly keeper: Keeper | null,
     /** Bare JSON: record where each row ends, for a body kept whole. */
@@ -126,7 +135,9 @@ export class Production implements Source {
 
   private ready(total: number, later: boolean): void {
     this.total = total;
-    if (this.keeper?.fits(total)) {
+    const cacheable = this.keeper?.fits(total) ?? false;
+    if (cacheable || this.owner.claim(total)) {
+      this.claimed = cacheable ? 0 : total;
       const raw = Buffer.allocUnsafe(total);
       this.whole = new Uint8Array(raw.buffer, raw.byteOffset, total);
       this.wholeEnds = this.recordEnds ? new Uint32Array(this.writer.n) : null;
@@ -144,7 +155,34 @@ export class Production implements Source {
   }
 
   open(): Body {
-    return new ProductionReader(this);
+    return new ProductionReader(this, -1, null);
+  }
+
+  /**
+   * The body of the first `k` rows: this body's bytes up to the end of row
+   * k - 1, then `tail` (the container's close). Only for a body without an
+   * envelope, with 0 < k < n.
+   */
+  narrowed(k: number, tail: Uint8Array): Source {
+    const p = this;
+    let cut = -1;
+    const source: Source = {
+      total: -1,
+      encoding: null,
+      whenReady(ready) {
+        p.whenReady((ok) => {
+          if (ok && cut < 0) {
+            // The dropped rows are few (they left the window a moment ago): measured, not the kept ones.
+            cut = p.total - tail.length - p.writer.rowsLength(k, p.writer.n);
+            (source as { total: number }).total = cut + tail.length;
+          }
+          ready(ok);
+        });
+      },
+      open: () => new ProductionReader(p, cut, tail),
+    };
+    if (this.total >= 0) source.whenReady(() => undefined);
+    return source;
   }
 
   /** True while requests may still join. */
@@ -218,9 +256,7 @@ export class Production implements Source {
     this.produced++;
     if (this.produced < this.chunkCount) return;
     if (at + bytes.length !== whole.length) throw new Error(`a body rendered ${at + bytes.length} bytes, measured ${whole.length}`);
-    this.rowsGone = this.keeper!.keep(whole, this.writer.rows, this.wholeEnds);
-    // Complete: later requests find it in the cache, or start afresh.
-    this.retire();
+    if (this.keeper?.fits(whole.length)) this.rowsGone = this.keeper.keep(whole, this.writer.rows, this.wholeEnds);
   }
 
   private evictOldest(): void {
@@ -244,8 +280,11 @@ export class Production implements Source {
     this.owner.retired(this);
   }
 
-  /** No reader is left: the ring's chunks and the rows go back. */
+  /** No reader is left: the ring's chunks, the rows and the budget go back. */
   private releaseAll(): void {
+    this.owner.unclaim(this.claimed);
+    this.claimed = 0;
+    this.whole = null;
     for (const c of this.ring.values()) if (c.holders === 0 && c.pooled) this.owner.pool.giveBack(c.pooled);
     this.ring.clear();
     if (!this.rowsGone) {
@@ -255,23 +294,43 @@ export class Production implements Source {
   }
 }
 
-/** One response's reading of a production: it holds at most the chunk it is sending. */
+/**
+ * One response's reading of a production: it holds at most the chunk it is
+ * sending. With a cut, the body ends there and `tail` follows.
+ */
 class ProductionReader implements Body {
   private held: Chunk | null = null;
   private closed = false;
+  private nextChunk = 0;
+  /** Bytes of the production's body before the next chunk. */
+  private offset = 0;
+  private tailSent = false;
 
-  constructor(private readonly p: Production) {
+  constructor(private readonly p: Production, private readonly cut: number, private readonly tail: Uint8Array | null) {
     p.readerOpened();
   }
 
   get total(): number {
-    return this.p.total;
+    return this.cut < 0 ? this.p.total : this.cut + this.tail!.length;
   }
 
-  piece(i: number): Uint8Array | null {
+  piece(): Uint8Array | null {
     if (this.held) this.p.drop(this.held);
-    this.held = this.p.take(i);
-    return this.held?.bytes ?? null;
+    this.held = null;
+    if (this.cut < 0 || this.offset < this.cut) {
+      const c = this.p.take(this.nextChunk++);
+      if (c) {
+        this.held = c;
+        const start = this.offset;
+        this.offset += c.bytes.length;
+        return this.cut >= 0 && this.offset > this.cut ? c.bytes.subarray(0, this.cut - start) : c.bytes;
+      }
+    }
+    if (this.tail && !this.tailSent) {
+      this.tailSent = true;
+      return this.tail;
+    }
+    return null;
   }
 
   release(): void {

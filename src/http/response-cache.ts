@@ -19,7 +19,7 @@ export interface CachedBody {
 const bareKeys = new WeakMap<Plan, { generation: number; key: string }>();
 
 /** How many of the ascending `rows` are below `end`. */
-function countBelow(rows: Uint32Array, end: number): number {
+export function countBelow(rows: Uint32Array, end: number): number {
   let lo = 0;
   let hi = rows.length;
   while (lo < hi) {

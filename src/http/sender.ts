@@ -51,6 +51,10 @@ class Outgoing {
   /** The client's progress: its write offset, and when it last moved. */
   offset = 0;
   progressAtMs = 0;
+  /** When it was last written to; a push is for bodies that writable events left alone for a while. */
+  wroteAtMs = 0;
+  /** Waiting in the queue of bodies to write more of. */
+  queued = false;
 
   constructor(readonly ex: Exchange, readonly body: Body, public current: Uint8Array) {}
 }
@@ -64,6 +68,17 @@ class Outgoing {
  * timeout.
  */
 const PUSH_INTERVAL_MS = 1000;
+/**
+ * The most a response is written in one go before the others get their
+ * turn: a fast client may take a whole body as fast as it is produced.
+ */
+const SLICE_BYTES = 1024 * 1024;
+/**
+ * How long one turn of the event loop writes pending bodies before it lets
+ * timers and new requests in: other clients' small answers never wait for
+ * many large bodies written back to back.
+ */
+const PASS_MS = 4;
 /** A client that has taken no byte for this long is left to the timeout. */
 const STALL_LIMIT_MS = 60_000;
 const EMPTY = new Uint8Array(0);
@@ -77,6 +92,9 @@ const encoder = new TextEncoder();
  */
 export class Sender {
   private readonly pending = new Set<Outgoing>();
+  /** Pending bodies whose sockets take more, in turn. */
+  private readonly queue: Outgoing[] = [];
+  private draining = false;
   private pusher: NodeJS.Timeout | null = null;
 
   constructor(private readonly log: Logger) {}
@@ -153,15 +171,14 @@ export class Sender {
     const res = ex.res;
     o.body.keep?.();
     o.offset = offset;
-    o.progressAtMs = performance.now();
+    o.progressAtMs = o.wroteAtMs = performance.now();
     this.pending.add(o);
     ex.onAbort(() => this.finish(o));
     this.pusher ??= setInterval(() => this.pushAll(), PUSH_INTERVAL_MS).unref();
-    res.onWritable((at: number) => {
-      if (ex.aborted || !this.pending.has(o)) return true;
-      const [more, finished] = this.sendRest(o, at);
-      if (finished) this.finish(o);
-      return more;
+    // Written in the next pass over the queue, in turn with the others.
+    res.onWritable(() => {
+      if (!ex.aborted && this.pending.has(o)) this.enqueue(o);
+      return true;
     });
   }
 
@@ -173,8 +190,13 @@ export class Sender {
    */
   private sendRest(o: Outgoing, offset: number): [boolean, boolean] {
     const res = o.ex.res;
+    const stopAt = offset + SLICE_BYTES;
     try {
       for (;;) {
+        if (offset >= stopAt) {
+          this.enqueue(o);
+          return [true, false];
+        }
         let at = offset - o.base;
         while (at >= o.current.length) {
           const next = o.body.piece(o.index + 1);
@@ -197,6 +219,38 @@ export class Sender {
     }
   }
 
+  /** Queues `o` to be written more of: its socket takes more, so no writable event would come before. */
+  private enqueue(o: Outgoing): void {
+    if (o.queued) return;
+    o.queued = true;
+    this.queue.push(o);
+    if (!this.draining) {
+      this.draining = true;
+      setImmediate(this.drain);
+    }
+  }
+
+  /** One pass over the queue, for PASS_MS at most; the rest in the next turn of the event loop. */
+  private readonly drain = (): void => {
+    this.draining = false;
+    const until = performance.now() + PASS_MS;
+    while (this.queue.length > 0 && performance.now() < until) {
+      const o = this.queue.shift()!;
+      o.queued = false;
+      if (o.ex.aborted || !this.pending.has(o)) continue;
+      const res = o.ex.res;
+      o.wroteAtMs = performance.now();
+      res.cork(() => {
+        const [, finished] = this.sendRest(o, res.getWriteOffset());
+        if (finished) this.finish(o);
+      });
+    }
+    if (this.queue.length > 0 && !this.draining) {
+      this.draining = true;
+      setImmediate(this.drain);
+    }
+  };
+
   private push(o: Outgoing, nowMs: number): boolean {
     if (o.ex.aborted) return false;
     const res = o.ex.res;
@@ -207,6 +261,8 @@ export class Sender {
     } else if (nowMs - o.progressAtMs > STALL_LIMIT_MS) {
       return false;
     }
+    if (nowMs - o.wroteAtMs < PUSH_INTERVAL_MS) return true; // writable events keep it going
+    o.wroteAtMs = nowMs;
     let finished = false;
     res.cork(() => {
       [, finished] = this.sendRest(o, offset);

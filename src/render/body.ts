@@ -60,6 +60,14 @@ export class BodyWriter {
     }
   }
 
+  /**
+   * What follows the last row of a body without an envelope, cut after any
+   * of its rows: the container's close (nothing for txt).
+   */
+  closeBytes(): Uint8Array {
+    return this.shape ? containerClose(this.store, this.shape) : NOTHING;
+  }
+
   /** The bytes outside the rows. */
   frameLength(): number {
     return this.head.length + this.foot.length + (this.shape ? jsonFrameLength(this.store, this.shape, this.n) : 0);
