@@ -12,7 +12,7 @@ import { ResponseCache, countBelow } from './response-cache.js';
 import { BytesBody, type Body } from './sender.js';
 
 /** Chunk buffers kept between productions. */
-const POOLED_CHUNKS = 32;
+const POOLED_CHUNKS = 128;
 /**
  * Bodies produced and kept whole while they are read, beyond what the
  * response cache keeps: room for the whole-store JSON dump of a million

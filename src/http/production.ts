@@ -6,9 +6,9 @@ import type { Body } from './sender.js';
  * The bytes of a chunk are written for rows whose worst case fits this, so
  * no single piece of work on the event loop renders more than this.
  */
-export const CHUNK_BYTES = 1024 * 1024;
+export const CHUNK_BYTES = 256 * 1024;
 /** Chunks kept for readers close behind the one that produced them. */
-const RING_CHUNKS = 8;
+const RING_CHUNKS = 32;
 /** Rows measured per turn of the event loop before a large body's length is known. */
 const MEASURE_SLICE_ROWS = 64 * 1024;
 
@@ -46,9 +46,11 @@ export interface Keeper {
   keep(bytes: Uint8Array, rows: Uint32Array, ends: Uint32Array | null): boolean;
 }
 
-/** A chunk of a body and the readers sending it. */
+/** A chunk of a body (or for a body kept whole, the chunks rendered from one on) and the readers sending it. */
 interface Chunk {
   index: number;
+  /** How many chunks its bytes hold. */
+  span: number;
   bytes: Uint8Array;
   holders: number;
   /** The pooled buffer its bytes are in; null for a view of a body kept whole. */
@@ -195,7 +197,8 @@ export class Production implements Source {
     if (i >= this.chunkCount) return null;
     if (this.whole) {
       while (this.produced <= i) this.renderInto(this.whole);
-      return { index: i, bytes: this.whole.subarray(this.chunkStart[i], this.chunkStart[i + 1]), holders: 1, pooled: null };
+      // Everything rendered so far in one piece: the socket takes as much of it as it can.
+      return { index: i, span: this.produced - i, bytes: this.whole.subarray(this.chunkStart[i], this.chunkStart[this.produced]), holders: 1, pooled: null };
     }
     let c = this.ring.get(i);
     if (c) {
@@ -238,7 +241,7 @@ export class Production implements Source {
     const bytes = out.view();
     const pooled = this.owner.pool.take(bytes.length);
     pooled.set(bytes);
-    return { index: i, bytes: pooled.subarray(0, bytes.length), holders: 0, pooled };
+    return { index: i, span: 1, bytes: pooled.subarray(0, bytes.length), holders: 0, pooled };
   }
 
   /** Renders the next chunk of a body kept whole at its place in `whole`. */
@@ -318,8 +321,9 @@ class ProductionReader implements Body {
     if (this.held) this.p.drop(this.held);
     this.held = null;
     if (this.cut < 0 || this.offset < this.cut) {
-      const c = this.p.take(this.nextChunk++);
+      const c = this.p.take(this.nextChunk);
       if (c) {
+        this.nextChunk += c.span;
         this.held = c;
         const start = this.offset;
         this.offset += c.bytes.length;

@@ -55,6 +55,8 @@ class Outgoing {
   wroteAtMs = 0;
   /** Waiting in the queue of bodies to write more of. */
   queued = false;
+  /** Set for a body whose status and headers are written in its first turn. */
+  head: { status: string; headers: Headers } | null = null;
 
   constructor(readonly ex: Exchange, readonly body: Body, public current: Uint8Array) {}
 }
@@ -72,13 +74,15 @@ const PUSH_INTERVAL_MS = 1000;
  * The most a response is written in one go before the others get their
  * turn: a fast client may take a whole body as fast as it is produced.
  */
-const SLICE_BYTES = 1024 * 1024;
+const SLICE_BYTES = 4 * 1024 * 1024;
 /**
  * How long one turn of the event loop writes pending bodies before it lets
  * timers and new requests in: other clients' small answers never wait for
  * many large bodies written back to back.
  */
 const PASS_MS = 4;
+/** Bodies up to this long are written as soon as they are ready; longer ones in turn with the pending ones. */
+const INLINE_BYTES = 256 * 1024;
 /** A client that has taken no byte for this long is left to the timeout. */
 const STALL_LIMIT_MS = 60_000;
 const EMPTY = new Uint8Array(0);
@@ -136,6 +140,14 @@ export class Sender {
       return;
     }
     ex.answer(status, body.total);
+    if (!ex.head && body.total > INLINE_BYTES) {
+      // Many large bodies may become ready at once (readers of one production): each is begun in turn.
+      const o = new Outgoing(ex, body, EMPTY);
+      o.head = { status, headers };
+      this.hold(o, 0);
+      this.enqueue(o);
+      return;
+    }
     const res = ex.res;
     res.cork(() => {
       writeHead(res, status, headers);
@@ -184,16 +196,17 @@ export class Sender {
 
   /**
    * Offers the socket the body from write offset `offset` on: the rest of the
-   * current piece, then the next pieces while it takes them whole. `tryEnd`
+   * current piece, then the next pieces while it takes them whole, up to
+   * SLICE_BYTES or the deadline (it is then queued for its next turn). `tryEnd`
    * keeps nothing it could not write; what it did not take is offered again
    * from the new write offset. Returns [more may be written now, finished].
    */
-  private sendRest(o: Outgoing, offset: number): [boolean, boolean] {
+  private sendRest(o: Outgoing, offset: number, deadline = Infinity): [boolean, boolean] {
     const res = o.ex.res;
     const stopAt = offset + SLICE_BYTES;
     try {
       for (;;) {
-        if (offset >= stopAt) {
+        if (offset >= stopAt || performance.now() > deadline) {
           this.enqueue(o);
           return [true, false];
         }
@@ -241,7 +254,13 @@ export class Sender {
       const res = o.ex.res;
       o.wroteAtMs = performance.now();
       res.cork(() => {
-        const [, finished] = this.sendRest(o, res.getWriteOffset());
+        if (o.head) {
+          writeHead(res, o.head.status, o.head.headers);
+          o.head = null;
+          o.base = res.getWriteOffset();
+          o.current = o.body.piece(0) ?? EMPTY;
+        }
+        const [, finished] = this.sendRest(o, res.getWriteOffset(), until);
         if (finished) this.finish(o);
       });
     }
@@ -251,23 +270,19 @@ export class Sender {
     }
   };
 
+  /** Keeps a body going that writable events may not (see PUSH_INTERVAL_MS); false when given up. */
   private push(o: Outgoing, nowMs: number): boolean {
     if (o.ex.aborted) return false;
-    const res = o.ex.res;
-    const offset = res.getWriteOffset();
+    const offset = o.ex.res.getWriteOffset();
     if (offset !== o.offset) {
       o.offset = offset;
       o.progressAtMs = nowMs;
     } else if (nowMs - o.progressAtMs > STALL_LIMIT_MS) {
       return false;
     }
-    if (nowMs - o.wroteAtMs < PUSH_INTERVAL_MS) return true; // writable events keep it going
-    o.wroteAtMs = nowMs;
-    let finished = false;
-    res.cork(() => {
-      [, finished] = this.sendRest(o, offset);
-    });
-    return !finished;
+    // Bodies that writable events keep going are left to them.
+    if (nowMs - o.wroteAtMs >= PUSH_INTERVAL_MS) this.enqueue(o);
+    return true;
   }
 
   private pushAll(): void {
