@@ -81,6 +81,13 @@ const SLICE_BYTES = 4 * 1024 * 1024;
  * many large bodies written back to back.
  */
 const PASS_MS = 4;
+/**
+ * The most one `tryEnd` is given. To a client on loopback that reads as
+ * fast as it is written, the kernel goes on copying one send() for as long
+ * as the client takes the bytes: tens of milliseconds for a body of
+ * hundreds of megabytes, in one call that nothing interrupts.
+ */
+const MAX_WRITE = 1024 * 1024;
 /** Bodies up to this long are written as soon as they are ready; longer ones in turn with the pending ones. */
 const INLINE_BYTES = 256 * 1024;
 /** A client that has taken no byte for this long is left to the timeout. */
@@ -219,7 +226,7 @@ export class Sender {
           at -= o.current.length;
           o.current = next;
         }
-        const [ok, finished] = res.tryEnd(o.current.subarray(at), o.body.total);
+        const [ok, finished] = res.tryEnd(o.current.subarray(at, at + MAX_WRITE), o.body.total);
         if (!ok || finished) return [ok, finished];
         offset = res.getWriteOffset();
       }
