@@ -8,7 +8,7 @@ import type { FollowOptions } from './core/follow-file.js';
 import { createLogger, type Logger } from './core/log.js';
 import { createApp } from './http/app.js';
 import { Metrics } from './http/metrics.js';
-import { BodySources } from './http/bodies.js';
+import { BodySources, DEFAULT_WHOLE_BODIES_BYTES } from './http/bodies.js';
 import { ResponseCache } from './http/response-cache.js';
 import { Sender } from './http/sender.js';
 import { loadUws, type TemplatedApp, type us_listen_socket } from './http/uws.js';
@@ -29,12 +29,15 @@ export interface ServeOptions {
   accessLog?: boolean;
   /** Response cache size; 0 turns the cache off. */
   cacheBytes?: number;
+  /** Memory for large bodies kept whole while they are read (beyond the cache); past it, bodies go through a ring of chunks. */
+  wholeBodiesBytes?: number;
   clock?: Clock;
   log?: Logger;
   follow?: FollowOptions;
 }
 
 export const DEFAULT_CACHE_BYTES = 128 * 1024 * 1024;
+export { DEFAULT_WHOLE_BODIES_BYTES };
 export const DEFAULT_METRICS_ALLOW = ['127.0.0.0/8', '::1'];
 const DRAIN_LIMIT_MS = 10_000;
 
@@ -85,7 +88,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     throw new CodedError('E_USAGE', `--metrics-allow: ${messageOf(err)}`);
   }
   const sender = new Sender(log);
-  const bodies = new BodySources(cache, log);
+  const bodies = new BodySources(cache, o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES, log);
   const metrics = new Metrics(feed, keys, cache, bodies, sender, clock);
   const limiter = new MemoryLimiter();
   const state = o.state ? new StateFile(o.state, limiter, clock, log) : null;
@@ -110,7 +113,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   await keys.start();
   const firstLoad = feed.start();
   log.info(
-    { event: 'listening', host: o.host, port, snapshot: feed.path, keys: o.keys, state: o.state ?? null, trust_proxy: o.trustProxy ?? [], cache_bytes: o.cacheBytes ?? DEFAULT_CACHE_BYTES },
+    { event: 'listening', host: o.host, port, snapshot: feed.path, keys: o.keys, state: o.state ?? null, trust_proxy: o.trustProxy ?? [], cache_bytes: o.cacheBytes ?? DEFAULT_CACHE_BYTES, bodies_bytes: o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES },
     `listening on ${o.host}:${port}`,
   );
 

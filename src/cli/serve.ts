@@ -1,10 +1,10 @@
 import { CodedError } from '../core/errors.js';
 import { LOG_LEVELS } from '../core/log.js';
-import { DEFAULT_CACHE_BYTES, startServer, type RunningServer, type ServeOptions } from '../server.js';
+import { DEFAULT_CACHE_BYTES, DEFAULT_WHOLE_BODIES_BYTES, startServer, type RunningServer, type ServeOptions } from '../server.js';
 import { integerOption, parseOptions } from './args.js';
 
 export const SERVE_USAGE = `proxylist serve --snapshot FILE --keys FILE [--port 8080] [--host 0.0.0.0] [--state FILE]
-                [--trust-proxy ADDR,...] [--metrics-allow CIDR,...] [--log-level info] [--access-log] [--cache-mb 128]
+                [--trust-proxy ADDR,...] [--metrics-allow CIDR,...] [--log-level info] [--access-log] [--cache-mb 128] [--bodies-mb 512]
   environment: PROXYLIST_SNAPSHOT PROXYLIST_KEYS PORT HOST PROXYLIST_STATE PROXYLIST_TRUST_PROXY`;
 
 /** Options from the command line, each falling back to its environment variable (API.md 4). */
@@ -20,6 +20,7 @@ export function serveOptions(args: string[], env: NodeJS.ProcessEnv): ServeOptio
     'log-level': { type: 'string' },
     'access-log': { type: 'boolean' },
     'cache-mb': { type: 'string' },
+    'bodies-mb': { type: 'string' },
   });
   const snapshot = values.snapshot ?? env.PROXYLIST_SNAPSHOT;
   const keys = values.keys ?? env.PROXYLIST_KEYS;
@@ -40,6 +41,7 @@ export function serveOptions(args: string[], env: NodeJS.ProcessEnv): ServeOptio
     logLevel,
     accessLog: values['access-log'] ?? false,
     cacheBytes: integerOption('cache-mb', values['cache-mb'], DEFAULT_CACHE_BYTES / 1048576, 0, 65536) * 1048576,
+    wholeBodiesBytes: integerOption('bodies-mb', values['bodies-mb'], DEFAULT_WHOLE_BODIES_BYTES / 1048576, 0, 65536) * 1048576,
   };
 }
 

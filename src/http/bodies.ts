@@ -15,10 +15,18 @@ import { BytesBody, type Body } from './sender.js';
 const POOLED_CHUNKS = 128;
 /**
  * Bodies produced and kept whole while they are read, beyond what the
- * response cache keeps: room for the whole-store JSON dump of a million
- * records. Past it, bodies go through a ring of chunks.
+ * response cache keeps (--bodies-mb): room for the whole-store JSON dump of
+ * a million records. Past it, bodies go through a ring of chunks.
  */
-export const WHOLE_BODIES_BYTES = 512 * 1024 * 1024;
+export const DEFAULT_WHOLE_BODIES_BYTES = 512 * 1024 * 1024;
+/**
+ * A buffer given back by a production is kept this long for the next one.
+ * Each new one costs a page fault per 4 KB written (a third of a second for
+ * the 350 MB JSON dump of a million records), and freeing one stalls the
+ * garbage collector tens of milliseconds: clients that fetch the same large
+ * body again and again would pay both each time.
+ */
+const SPARE_WHOLE_MS = 60_000;
 
 /** Bytes in memory, ready to send as they are. */
 class Ready implements Source {
@@ -96,9 +104,12 @@ export class BodySources implements ProductionOwner {
   private readonly underWay = new Map<string, Production | Compression>();
   /** Per bare body's key, the production of the widest window under way: narrower windows read a prefix of it. */
   private readonly widest = new Map<string, { p: Production; end: number }>();
-  private wholeBytes = 0;
+  /** Bytes of claimed buffers, and the spare kept for the next claim. */
+  private claimedBytes = 0;
+  private spare: Uint8Array | null = null;
+  private spareTimer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly cache: ResponseCache, private readonly log: Logger) {}
+  constructor(private readonly cache: ResponseCache, private readonly wholeBudget: number, private readonly log: Logger) {}
 
   /** Productions and compressions under way. */
   get inFlight(): number {
@@ -192,14 +203,32 @@ export class BodySources implements ProductionOwner {
     if (this.widest.get(key)?.p === p) this.widest.delete(key);
   }
 
-  claim(bytes: number): boolean {
-    if (this.wholeBytes + bytes > WHOLE_BODIES_BYTES) return false;
-    this.wholeBytes += bytes;
-    return true;
+  claim(bytes: number): Uint8Array | null {
+    let buf = this.spare && this.spare.length >= bytes ? this.spare : null;
+    if (buf) this.dropSpare();
+    else {
+      if (this.claimedBytes + (this.spare?.length ?? 0) + bytes > this.wholeBudget) this.dropSpare();
+      if (this.claimedBytes + bytes > this.wholeBudget) return null;
+      const raw = Buffer.allocUnsafe(bytes);
+      buf = new Uint8Array(raw.buffer, raw.byteOffset, bytes);
+    }
+    this.claimedBytes += buf.length;
+    return buf.subarray(0, bytes);
   }
 
-  unclaim(bytes: number): void {
-    this.wholeBytes -= bytes;
+  unclaim(buf: Uint8Array): void {
+    const whole = new Uint8Array(buf.buffer, buf.byteOffset, buf.buffer.byteLength - buf.byteOffset);
+    this.claimedBytes -= whole.length;
+    if (this.spare && this.spare.length >= whole.length) return;
+    this.dropSpare();
+    this.spare = whole;
+    this.spareTimer = setTimeout(() => this.dropSpare(), SPARE_WHOLE_MS).unref();
+  }
+
+  private dropSpare(): void {
+    if (this.spareTimer) clearTimeout(this.spareTimer);
+    this.spareTimer = null;
+    this.spare = null;
   }
 
   giveBackRows(rows: Uint32Array): void {

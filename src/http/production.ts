@@ -33,9 +33,10 @@ export interface ProductionOwner {
   retired(p: Production): void;
   /** The rows are read no more. */
   giveBackRows(rows: Uint32Array): void;
-  /** Room for a body of this length kept whole while it is read, from a budget shared by all productions; false when there is none. */
-  claim(bytes: number): boolean;
-  unclaim(bytes: number): void;
+  /** A buffer for a body of this length kept whole while it is read, from a budget shared by all productions; null when there is no room. */
+  claim(bytes: number): Uint8Array | null;
+  /** A claimed buffer is read no more. */
+  unclaim(buf: Uint8Array): void;
 }
 
 /** Who keeps a complete body: the response cache. */
@@ -111,8 +112,8 @@ export class Production implements Source {
   /** The rows went to the cache, or back to the scratch. */
   private rowsGone = false;
   private readonly ring = new Map<number, Chunk>();
-  /** Bytes of the budget for whole bodies this one holds. */
-  private claimed = 0;
+  /** The claimed buffer this one holds, from the budget for whole bodies. */
+  private claimed: Uint8Array | null = null;
 
   constructor(
     readonly key: string,
@@ -137,13 +138,14 @@ export class Production implements Source {
 
   private ready(total: number, later: boolean): void {
     this.total = total;
-    const cacheable = this.keeper?.fits(total) ?? false;
-    if (cacheable || this.owner.claim(total)) {
-      this.claimed = cacheable ? 0 : total;
+    // A body the cache may keep is the cache's once complete; a larger one uses a claimed buffer.
+    if (this.keeper?.fits(total)) {
       const raw = Buffer.allocUnsafe(total);
       this.whole = new Uint8Array(raw.buffer, raw.byteOffset, total);
-      this.wholeEnds = this.recordEnds ? new Uint32Array(this.writer.n) : null;
+    } else {
+      this.whole = this.claimed = this.owner.claim(total);
     }
+    if (this.whole && this.recordEnds) this.wholeEnds = new Uint32Array(this.writer.n);
     const waiting = this.waiting;
     this.waiting = [];
     for (const w of waiting) w(true);
@@ -285,8 +287,8 @@ export class Production implements Source {
 
   /** No reader is left: the ring's chunks, the rows and the budget go back. */
   private releaseAll(): void {
-    this.owner.unclaim(this.claimed);
-    this.claimed = 0;
+    if (this.claimed) this.owner.unclaim(this.claimed);
+    this.claimed = null;
     this.whole = null;
     for (const c of this.ring.values()) if (c.holders === 0 && c.pooled) this.owner.pool.giveBack(c.pooled);
     this.ring.clear();
