@@ -138,14 +138,14 @@ export class Production implements Source {
 
   private ready(total: number, later: boolean): void {
     this.total = total;
-    // A body the cache may keep is the cache's once complete; a larger one uses a claimed buffer.
+    // A body the cache may keep is the cache's once complete (with where its records end, for narrowing); a larger one uses a claimed buffer.
     if (this.keeper?.fits(total)) {
       const raw = Buffer.allocUnsafe(total);
       this.whole = new Uint8Array(raw.buffer, raw.byteOffset, total);
+      if (this.recordEnds) this.wholeEnds = new Uint32Array(this.writer.n);
     } else {
       this.whole = this.claimed = this.owner.claim(total);
     }
-    if (this.whole && this.recordEnds) this.wholeEnds = new Uint32Array(this.writer.n);
     const waiting = this.waiting;
     this.waiting = [];
     for (const w of waiting) w(true);
