@@ -11,7 +11,6 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
-import { BROTLI_QUALITY, GZIP_LEVEL } from '../src/http/encoding.js';
 import { execute } from '../src/query/execute.js';
 import { parsePlan } from '../src/query/parse.js';
 import { readQuery } from '../src/query/query-string.js';
@@ -69,7 +68,7 @@ try {
       }
     }
   }
-  const doc = { date: new Date().toISOString(), cpu: cpus()[0]?.model, node: process.version, chosen: { gzip: GZIP_LEVEL, br: BROTLI_QUALITY }, results };
+  const doc = { date: new Date().toISOString(), cpu: cpus()[0]?.model, node: process.version, results };
   mkdirSync('bench/results', { recursive: true });
   writeFileSync(join('bench', 'results', 'compression.json'), JSON.stringify(doc, null, 2) + '\n');
   console.log('| records | query | codec | plain MB | encoded MB | ratio | MB/s | ms |\n|---|---|---|---|---|---|---|---|');

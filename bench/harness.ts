@@ -24,7 +24,8 @@ export function writeBenchKeys(file: string): void {
 
 /** Starts a command pinned to the server core. */
 export function startPinned(command: string, args: string[]): ChildProcess {
-  return spawn('taskset', ['-c', SERVER_CORE, command, ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
+  // Its warnings and errors (the servers run with --log-level warn) show beside the benchmark's own output.
+  return spawn('taskset', ['-c', SERVER_CORE, command, ...args], { stdio: ['ignore', 'inherit', 'inherit'] });
 }
 
 export async function waitFor(url: string, ms = 60_000, ok = (status: number) => status < 500): Promise<void> {

@@ -41,7 +41,8 @@ try {
   const started = Date.now();
   let peak = await serverMemory(port);
   const sampler = setInterval(() => void serverMemory(port).then((m) => { if (m.rss_mb > peak.rss_mb) peak = m; }), 5000);
-  const slow = await throttledRead(port, dump, atRate(RATE));
+  // Twice the time the reading takes at the rate, before giving up.
+  const slow = await throttledRead(port, dump, atRate(RATE), (2 * whole.length * 1000) / RATE);
   clearInterval(sampler);
   const seconds = (Date.now() - started) / 1000;
   const during = await beside.finish();
