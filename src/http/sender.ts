@@ -26,11 +26,7 @@ export interface Body {
 export class BytesBody implements Body {
   readonly total: number;
 
-  constructor(
-    private readonly bytes: Uint8Array,
-    private readonly tail: Uint8Array | null = null,
-    private readonly onRelease: (() => void) | null = null,
-  ) {
+  constructor(private readonly bytes: Uint8Array, private readonly tail: Uint8Array | null = null) {
     this.total = bytes.length + (tail?.length ?? 0);
   }
 
@@ -38,9 +34,8 @@ export class BytesBody implements Body {
     return i === 0 ? this.bytes : i === 1 ? this.tail : null;
   }
 
-  release(): void {
-    this.onRelease?.();
-  }
+  /** Bytes in memory belong to whoever made them (the cache, a compression): nothing to give back. */
+  release(): void {}
 }
 
 /** A response whose body the socket could not take at once. */
@@ -115,18 +110,14 @@ export class Sender {
     return this.pending.size;
   }
 
-  /**
-   * Answers with bytes in memory, then `tail`. When the socket cannot take
-   * them at once they are sent later, and must not change until
-   * `onRelease` runs.
-   */
-  bytes(ex: Exchange, status: string, headers: Headers, bytes: Uint8Array, tail: Uint8Array | null = null, onRelease: (() => void) | null = null): void {
-    const total = bytes.length + (tail?.length ?? 0);
-    if (ex.head || tail !== null || onRelease !== null) {
-      this.body(ex, status, headers, new BytesBody(bytes, tail, onRelease));
+  /** Answers with bytes in memory, which must not change until they are sent. */
+  bytes(ex: Exchange, status: string, headers: Headers, bytes: Uint8Array): void {
+    if (ex.head) {
+      this.body(ex, status, headers, new BytesBody(bytes));
       return;
     }
     // The common small answer: no body object unless the socket holds it back.
+    const total = bytes.length;
     ex.answer(status, total);
     const res = ex.res;
     res.cork(() => {
