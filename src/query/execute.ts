@@ -18,7 +18,7 @@ interface Clause {
  * and returns how many. Word by word,
  * the clauses' bitsets are intersected over the `time` prefix only; ping and
  * works are then checked on the columns of the surviving rows, and the scan
- * stops as soon as `count` rows are found.
+ * stops as soon as `count` rows are found. Ports are checked like ping and works.
  */
 export function execute(store: Store, plan: Plan, end: number, scratch: QueryScratch): number {
   if (end === 0) return 0;
@@ -47,13 +47,14 @@ export function execute(store: Store, plan: Plan, end: number, scratch: QueryScr
 }
 
 function collect(store: Store, scratch: QueryScratch, plan: Plan, clauses: Clause[], end: number, words: number): number {
-  const { ping, works, addrId } = store.c;
+  const { ping, works, addrId, port } = store.c;
+  const ports = plan.portSet;
   const out = scratch.rows;
   const limit = plan.count ?? end;
   const maxPing = plan.ping ?? Infinity;
   const minWorks = plan.works ?? 0;
   const onePerAddress = plan.json && plan.format === 'object';
-  if (clauses.length === 0 && maxPing === Infinity && minWorks === 0 && !onePerAddress) {
+  if (clauses.length === 0 && maxPing === Infinity && minWorks === 0 && !ports && !onePerAddress) {
     // Nothing to check: the answer is the first rows of the window (the full dumps).
     const n = Math.min(limit, end);
     for (let r = 0; r < n; r++) out[r] = r;
@@ -83,7 +84,7 @@ function collect(store: Store, scratch: QueryScratch, plan: Plan, clauses: Claus
       const low = m & -m;
       const r = (w << 5) | (31 - Math.clz32(low));
       m ^= low;
-      if (ping[r] > maxPing || works[r] < minWorks) continue;
+      if (ping[r] > maxPing || works[r] < minWorks || (ports !== null && !ports.has(port[r]))) continue;
       if (onePerAddress) {
         const a = addrId[r];
         if (stamps[a] === stamp) continue;

@@ -91,6 +91,7 @@ function buildPlan(raw: RawParams, services: readonly string[]): Plan {
 
   const types = resolved('type', enumIndex(TYPES), TYPES.join(', '));
   const anons = resolved('anon', enumIndex(ANONS), ANONS.join(', '));
+  const ports = resolved('port', (s) => (/^[0-9]+$/.test(s) && Number(s) >= 1 && Number(s) <= 65535 ? Number(s) : undefined), 'integers from 1 to 65535');
   const ping = integer('ping', 1, MAX_INT, 'an integer >= 1 (milliseconds)');
   const time = integer('time', 1, MAX_INT, 'an integer >= 1 (seconds)') ?? DEFAULT_TIME_S;
   const works = integer('works', 0, 100, 'an integer from 0 to 100');
@@ -109,7 +110,7 @@ function buildPlan(raw: RawParams, services: readonly string[]): Plan {
   const json = get === 'json' || get === 'json.file';
 
   const plan: Plan = {
-    types, anons, ping, time, works, countries, countryMode, cities, services: services_, count, lang, get, json,
+    types, anons, ports, portSet: ports && new Set(ports), ping, time, works, countries, countryMode, cities, services: services_, count, lang, get, json,
     typePrefix: false, fields: null, splitIp: false, pretty: true, wrap: false, format: 'array', ips: null,
   };
   // Parameters of the other output are ignored and not validated.

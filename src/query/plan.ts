@@ -13,6 +13,10 @@ export interface Plan {
   /** Type codes, in first-given order, without duplicates; null = no filter. */
   types: number[] | null;
   anons: number[] | null;
+  /** Ports, in first-given order, without duplicates (API.md 5.1). */
+  ports: number[] | null;
+  /** The same ports, for the check per row. */
+  portSet: ReadonlySet<number> | null;
   ping: number | null;
   time: number;
   works: number | null;
@@ -52,7 +56,7 @@ export function planKey(p: Plan): string {
 }
 
 function keyOf(p: Plan): string {
-  const select = [p.types, p.anons, p.ping, p.time, p.works, p.countries, p.countries ? p.countryMode : '', p.cities, p.services, p.count];
+  const select = [p.types, p.anons, p.ports, p.ping, p.time, p.works, p.countries, p.countries ? p.countryMode : '', p.cities, p.services, p.count];
   const output = p.json
     ? [p.get, p.lang, p.fields, p.splitIp, p.pretty, p.wrap, p.format, p.ips?.map((i) => i.text) ?? null]
     : [p.get, p.typePrefix];

@@ -6,11 +6,12 @@ import { containerClose, emptyContainer, jsonFrameLength, jsonRowBound, jsonRows
 import type { OutputBuffer } from './output-buffer.js';
 import { renderTxt, txtLength, txtRowBound } from './txt.js';
 
-/** The effective filters of the envelope, keys in the order API.md 1.3 gives. */
+/** The effective filters of the envelope, keys in the order API.md 1.3 and 5.2 give. */
 export function envelopeFilters(plan: Plan): Record<string, unknown> {
   const f: Record<string, unknown> = {};
   if (plan.types) f.type = plan.types.map((t) => TYPES[t]);
   if (plan.anons) f.anon = plan.anons.map((a) => ANONS[a]);
+  if (plan.ports) f.port = plan.ports;
   if (plan.ping !== null) f.ping = plan.ping;
   f.time = plan.time;
   if (plan.works !== null) f.works = plan.works;

@@ -40,6 +40,7 @@ export function randomQueries(records: readonly SnapshotRecord[], n: number, see
     const parts: string[] = [];
     if (chance(0.35)) parts.push(...listParam('type', some(TYPES, 3).map(oddCase)));
     if (chance(0.25)) parts.push(...listParam('anon', some(ANONS, 2).map(oddCase)));
+    if (chance(0.15)) parts.push(...listParam('port', some([...some(records, 2).map((r) => String(r.port)), '80', '8080', '3128', '1080', '65535'], 3).map((p) => (chance(0.1) ? `0${p}` : p))));
     if (chance(0.2)) parts.push(`ping=${chance(0.1) ? '0' : ''}${pick([1, 50, 120, 300, 800, 2500, 10000])}`);
     if (chance(0.4)) parts.push(`time=${pick([1, 30, 60, 300, 600, 1200, 3600, 7200, 99999])}`);
     if (chance(0.2)) parts.push(`works=${pick([0, 10, 50, 75, 90, 100])}`);

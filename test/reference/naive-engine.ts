@@ -61,6 +61,7 @@ export class NaiveEngine {
 
     const types = list('type') && unique(list('type')!.map((t) => t.toLowerCase()));
     const anons = list('anon') && unique(list('anon')!.map((t) => t.toLowerCase()));
+    const ports = list('port') && unique(list('port')!.map(Number));
     const ping = one('ping') === null ? null : Number(one('ping'));
     const time = one('time') === null ? 600 : Number(one('time'));
     const works = one('works') === null ? null : Number(one('works'));
@@ -79,6 +80,7 @@ export class NaiveEngine {
         nowS - r.checked_at <= time &&
         (!types || types.includes(r.type)) &&
         (!anons || anons.includes(r.anon)) &&
+        (!ports || ports.includes(r.port)) &&
         (ping === null || Math.round(r.ping_ms) <= ping) &&
         (works === null || r.works >= works) &&
         (!countries || countries.includes(r.country.toUpperCase()) === (cm === 'include')) &&
@@ -131,6 +133,7 @@ export class NaiveEngine {
       const filters: Record<string, unknown> = {};
       if (types) filters.type = types;
       if (anons) filters.anon = anons;
+      if (ports) filters.port = ports;
       if (ping !== null) filters.ping = ping;
       filters.time = time;
       if (works !== null) filters.works = works;
