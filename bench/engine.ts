@@ -1,6 +1,7 @@
 /**
  * The engine in process, on a 1,000,000-record store (T4 to T6):
  * - a selective query with count=100 (median of 10,000);
+ * - sort=ping and sort=works with count=100 (median of 10,000), and the memory of those orders;
  * - the full txt dump of every record;
  * - the full JSON dump (pretty=1), against JSON.stringify of the same objects.
  * Run: npm run bench:engine [-- --records N]
@@ -48,6 +49,8 @@ const timed = (query: string, times: number) => {
 
 const selective = timed('type=http&country=us&count=100', 10_000);
 const selectiveJson = timed('type=socks5&anon=elite&country=us,de&count=50&get=json', 10_000);
+const byPing = timed('sort=ping&count=100', 10_000);
+const byWorks = timed('sort=works&count=100', 10_000);
 const txtDump = timed('time=99999999', 15);
 const jsonDump = timed('time=99999999&get=json', 5);
 
@@ -72,6 +75,9 @@ const result = {
   records: store.rows,
   T4_selective_count100_us: Math.round(selective.median_ms * 10000) / 10,
   selective_json_count50_us: Math.round(selectiveJson.median_ms * 10000) / 10,
+  X1_sort_ping_count100_us: Math.round(byPing.median_ms * 10000) / 10,
+  X1_sort_works_count100_us: Math.round(byWorks.median_ms * 10000) / 10,
+  X3_sort_orders_mb: Math.round((store.c.byPing.byteLength + store.c.byWorks.byteLength) / 1e5) / 10,
   T5_full_txt_dump_ms: Math.round(txtDump.median_ms * 10) / 10,
   full_txt_bytes: txtDump.bytes,
   T6_full_json_dump_ms: Math.round(jsonDump.median_ms),

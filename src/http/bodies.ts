@@ -1,6 +1,6 @@
 import type { Logger } from '../core/log.js';
 import { execute } from '../query/execute.js';
-import type { Plan } from '../query/plan.js';
+import { narrowable, type Plan } from '../query/plan.js';
 import { QueryScratch } from '../query/scratch.js';
 import { BodyWriter } from '../render/body.js';
 import { OutputBuffer } from '../render/output-buffer.js';
@@ -102,7 +102,7 @@ export class BodySources implements ProductionOwner {
   readonly pool = new ChunkPool(CHUNK_BYTES + 64 * 1024, POOLED_CHUNKS);
   private readonly scratch = new QueryScratch();
   private readonly underWay = new Map<string, Production | Compression>();
-  /** Per bare body's key, the production of the widest window under way: narrower windows read a prefix of it. */
+  /** Per narrowable body's key, the production of the widest window under way: narrower windows read a prefix of it. */
   private readonly widest = new Map<string, { p: Production; end: number }>();
   /** Bytes of claimed buffers, and the spare kept for the next claim. */
   private claimedBytes = 0;
@@ -118,6 +118,7 @@ export class BodySources implements ProductionOwner {
 
   /** The body for `plan` on `store`, window ending at row `end`, in `encoding` where that pays. */
   source(store: Store, plan: Plan, end: number, nowMs: number, encoding: Encoding | null): Source {
+    if (plan.sort === 'random') return this.random(store, plan, end, nowMs, encoding);
     const key = ResponseCache.key(store, plan, end, Math.floor(nowMs / 1000));
     if (encoding) {
       const encodedKey = ResponseCache.encodedKey(key, end, encoding);
@@ -141,6 +142,26 @@ export class BodySources implements ProductionOwner {
     return this.plain(store, plan, end, nowMs, key, false);
   }
 
+  /** A body in an order drawn for this request alone: never cached, never shared. */
+  private random(store: Store, plan: Plan, end: number, nowMs: number, encoding: Encoding | null): Source {
+    const n = execute(store, plan, end, this.scratch);
+    this.productions++;
+    const writer = new BodyWriter(store, plan, this.scratch.rows, n, nowMs);
+    let plain: Source;
+    if (n * writer.rowBound <= CHUNK_BYTES) {
+      this.out.reset();
+      writer.write(this.out, 0, n);
+      plain = encoding ? new Ready(this.out.view().slice(), null, null) : new Rendered(this.out);
+    } else {
+      plain = new Production('', new BodyWriter(store, plan, this.scratch.lendRows(n), n, nowMs), this, null, false);
+    }
+    if (!encoding || (plain.total >= 0 && plain.total < MIN_ENCODED_BYTES)) return plain;
+    this.compressions++;
+    return new Compression('', encoding, plain, (_c, bytes, err) => {
+      if (!bytes) this.log.error({ event: 'compression_failed', err }, 'compressing a response body failed');
+    });
+  }
+
   /** The plain body; `stable` when its bytes must outlive the next request (compression reads them later). */
   private plain(store: Store, plan: Plan, end: number, nowMs: number, key: string, stable: boolean): Source {
     const kept = this.cache.enabled ? this.cache.lookup(key, end, store, plan) : undefined;
@@ -155,8 +176,8 @@ export class BodySources implements ProductionOwner {
       this.joins++;
       return running;
     }
-    const bare = !(plan.json && plan.wrap);
-    const wider = bare ? this.widest.get(key) : undefined;
+    const narrow = narrowable(plan);
+    const wider = narrow ? this.widest.get(key) : undefined;
     if (wider && end < wider.end) {
       // Rows are freshest first: the narrower window's rows are those of the wider one below its end.
       const k = countBelow(wider.p.writer.rows.subarray(0, wider.p.writer.n), end);
@@ -173,10 +194,10 @@ export class BodySources implements ProductionOwner {
       // Small enough to render at once.
       const out = this.out;
       out.reset();
-      const ends = this.cache.enabled && bare && plan.json ? new Uint32Array(n) : null;
+      const ends = this.cache.enabled && narrow && plan.json ? new Uint32Array(n) : null;
       small.write(out, 0, n, ends);
       const cached = this.cache.enabled
-        ? this.cache.offer(key, { bytes: out.view(), tail: null, end, rows: bare ? this.scratch.rows.slice(0, n) : null, ends }, false)
+        ? this.cache.offer(key, { bytes: out.view(), tail: null, end, rows: narrow ? this.scratch.rows.slice(0, n) : null, ends }, false)
         : undefined;
       if (cached) return new Ready(cached, null, null);
       return stable ? new Ready(out.view().slice(), null, null) : new Rendered(out);
@@ -188,12 +209,12 @@ export class BodySources implements ProductionOwner {
       ? {
         fits: (total: number) => total <= cache.maxEntryBytes,
         keep: (bytes: Uint8Array, rows: Uint32Array, ends: Uint32Array | null) =>
-          cache.offer(key, { bytes, tail: null, end, rows: bare ? rows : null, ends }, true) !== undefined && bare,
+          cache.offer(key, { bytes, tail: null, end, rows: narrow ? rows : null, ends }, true) !== undefined && narrow,
       }
       : null;
-    const p = new Production(productionKey, writer, this, keeper, bare && plan.json);
+    const p = new Production(productionKey, writer, this, keeper, narrow && plan.json);
     this.underWay.set(productionKey, p);
-    if (bare) this.widest.set(key, { p, end });
+    if (narrow) this.widest.set(key, { p, end });
     return p;
   }
 

@@ -46,28 +46,87 @@ export function execute(store: Store, plan: Plan, end: number, scratch: QueryScr
   return collect(store, scratch, plan, clauses, end, words);
 }
 
-function collect(store: Store, scratch: QueryScratch, plan: Plan, clauses: Clause[], end: number, words: number): number {
-  const { ping, works, addrId, port } = store.c;
-  const ports = plan.portSet;
-  const out = scratch.rows;
-  const limit = plan.count ?? end;
-  const maxPing = plan.ping ?? Infinity;
-  const minWorks = plan.works ?? 0;
-  const onePerAddress = plan.json && plan.format === 'object';
-  if (clauses.length === 0 && maxPing === Infinity && minWorks === 0 && !ports && !onePerAddress) {
-    // Nothing to check: the answer is the first rows of the window (the full dumps).
-    const n = Math.min(limit, end);
-    for (let r = 0; r < n; r++) out[r] = r;
-    return n;
-  }
-  const stamps = scratch.addrStamp;
-  let stamp = 0;
-  if (onePerAddress) {
-    stamp = scratch.stamp = (scratch.stamp + 1) >>> 0;
-    if (stamp === 0) {
-      stamps.fill(0);
-      stamp = scratch.stamp = 1;
+/**
+ * What is left to check of a row that the clauses let through: ping, works,
+ * port, one record per address (format=object, in the order of the
+ * selection), then the `offset` entries skipped. One per query.
+ */
+class RowCheck {
+  private readonly ping: Float64Array;
+  private readonly works: Uint8Array;
+  private readonly port: Uint16Array;
+  private readonly addrId: Uint32Array;
+  private readonly maxPing: number;
+  private readonly minWorks: number;
+  private readonly ports: ReadonlySet<number> | null;
+  private readonly stamps: Uint32Array;
+  private readonly stamp: number;
+  /** Nothing but the offset to check. */
+  readonly trivial: boolean;
+  skip: number;
+
+  constructor(store: Store, scratch: QueryScratch, plan: Plan, readonly onePerAddress: boolean) {
+    ({ ping: this.ping, works: this.works, port: this.port, addrId: this.addrId } = store.c);
+    this.maxPing = plan.ping ?? Infinity;
+    this.minWorks = plan.works ?? 0;
+    this.ports = plan.portSet;
+    this.skip = plan.offset ?? 0;
+    this.trivial = this.maxPing === Infinity && this.minWorks === 0 && this.ports === null && !onePerAddress;
+    this.stamps = scratch.addrStamp;
+    let stamp = 0;
+    if (onePerAddress) {
+      stamp = scratch.stamp = (scratch.stamp + 1) >>> 0;
+      if (stamp === 0) {
+        this.stamps.fill(0);
+        stamp = scratch.stamp = 1;
+      }
     }
+    this.stamp = stamp;
+  }
+
+  /** Whether row `r` is an entry of the answer (after the offset). */
+  take(r: number): boolean {
+    if (this.ping[r] > this.maxPing || this.works[r] < this.minWorks || (this.ports !== null && !this.ports.has(this.port[r]))) return false;
+    if (this.onePerAddress) {
+      const a = this.addrId[r];
+      if (this.stamps[a] === this.stamp) return false;
+      this.stamps[a] = this.stamp;
+    }
+    if (this.skip > 0) {
+      this.skip--;
+      return false;
+    }
+    return true;
+  }
+}
+
+/** The rows of the plan's order: the default one (freshest first), a precomputed one, or a random one. */
+function collect(store: Store, scratch: QueryScratch, plan: Plan, clauses: Clause[], end: number, words: number): number {
+  const onePerAddress = plan.json && plan.format === 'object';
+  const limit = plan.count ?? end;
+  switch (plan.sort ?? 'time') {
+    case 'ping':
+      return collectInOrder(store.c.byPing, scratch.rows, new RowCheck(store, scratch, plan, onePerAddress), clauses, end, limit);
+    case 'works':
+      return collectInOrder(store.c.byWorks, scratch.rows, new RowCheck(store, scratch, plan, onePerAddress), clauses, end, limit);
+    case 'random': {
+      // Every match, then a uniformly random order (Fisher-Yates), then one per address, offset and count in that order.
+      const all = collectInWindow(scratch.rows, new RowCheck(store, scratch, { ...plan, offset: null }, false), clauses, end, words, end);
+      return shuffleAndPage(scratch.rows, all, new RowCheck(store, scratch, { ...plan, ping: null, works: null, portSet: null }, onePerAddress), limit);
+    }
+    default:
+      return collectInWindow(scratch.rows, new RowCheck(store, scratch, plan, onePerAddress), clauses, end, words, limit);
+  }
+}
+
+/** In row order: the clauses' bitsets intersected a word at a time over the window. */
+function collectInWindow(out: Uint32Array, check: RowCheck, clauses: Clause[], end: number, words: number, limit: number): number {
+  if (clauses.length === 0 && check.trivial) {
+    // Nothing to check: the answer is the rows of the window from the offset on (the full dumps).
+    const first = Math.min(check.skip, end);
+    const n = Math.min(limit, end - first);
+    for (let i = 0; i < n; i++) out[i] = first + i;
+    return n;
   }
   // Words are handled as int32: -1 is all 32 bits.
   const lastMask = (end & 31) === 0 ? -1 : ~(-1 << (end & 31));
@@ -84,16 +143,46 @@ function collect(store: Store, scratch: QueryScratch, plan: Plan, clauses: Claus
       const low = m & -m;
       const r = (w << 5) | (31 - Math.clz32(low));
       m ^= low;
-      if (ping[r] > maxPing || works[r] < minWorks || (ports !== null && !ports.has(port[r]))) continue;
-      if (onePerAddress) {
-        const a = addrId[r];
-        if (stamps[a] === stamp) continue;
-        stamps[a] = stamp;
-      }
+      if (!check.take(r)) continue;
       out[n++] = r;
       if (n === limit) return n;
     }
   }
+  return n;
+}
+
+/** In a precomputed order of all rows: each row in the window is tested against the clauses' bits. */
+function collectInOrder(order: Uint32Array, out: Uint32Array, check: RowCheck, clauses: Clause[], end: number, limit: number): number {
+  let n = 0;
+  for (let j = 0; j < order.length; j++) {
+    const r = order[j];
+    if (r >= end) continue;
+    const w = r >>> 5;
+    const bit = 1 << (r & 31);
+    let pass = true;
+    for (let k = 0; k < clauses.length && pass; k++) {
+      const sets = clauses[k].sets;
+      let any = 0;
+      for (let s = 0; s < sets.length; s++) any |= sets[s][w];
+      pass = ((any & bit) !== 0) !== clauses[k].negate;
+    }
+    if (!pass || !check.take(r)) continue;
+    out[n++] = r;
+    if (n === limit) return n;
+  }
+  return n;
+}
+
+/** Shuffles `rows[0..m)` in place, then keeps the entries `check` takes, up to `limit`, in that order. */
+function shuffleAndPage(rows: Uint32Array, m: number, check: RowCheck, limit: number): number {
+  for (let i = m - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    const t = rows[i];
+    rows[i] = rows[j];
+    rows[j] = t;
+  }
+  let n = 0;
+  for (let i = 0; i < m && n < limit; i++) if (check.take(rows[i])) rows[n++] = rows[i];
   return n;
 }
 

@@ -1,9 +1,10 @@
 import { ANONS, RECORD_FIELDS, TYPES, parseIPv4 } from '../snapshot/format.js';
-import type { Get, IpItem, Plan } from './plan.js';
+import type { Get, IpItem, Plan, Sort } from './plan.js';
 import type { RawParams } from './query-string.js';
 
 export const DEFAULT_TIME_S = 600;
 const GETS: readonly Get[] = ['txt', 'json', 'txt.file', 'json.file'];
+const SORTS: readonly Sort[] = ['time', 'ping', 'works', 'random'];
 const OUTPUT_ONLY = ['timecheck', 'ip_out'];
 
 /** A value echoed into an error: control characters dropped, at most 64 characters. */
@@ -104,13 +105,15 @@ function buildPlan(raw: RawParams, services: readonly string[]): Plan {
   const cities = resolved('city', (s) => s, 'city names');
   const lowerServices = services.map((s) => s.toLowerCase());
   const services_ = resolved('service', (s) => services[lowerServices.indexOf(s.toLowerCase())], services.join(', '));
+  const sort = v.has('sort') ? choice('sort', SORTS, 'time') : null;
+  const offset = integer('offset', 0, MAX_INT, 'an integer >= 0');
   const count = integer('count', 1, MAX_INT, 'an integer >= 1');
   const lang = choice('lang', ['ru', 'en'], 'ru');
   const get = choice('get', GETS, 'txt');
   const json = get === 'json' || get === 'json.file';
 
   const plan: Plan = {
-    types, anons, ports, portSet: ports && new Set(ports), ping, time, works, countries, countryMode, cities, services: services_, count, lang, get, json,
+    types, anons, ports, portSet: ports && new Set(ports), ping, time, works, countries, countryMode, cities, services: services_, sort, offset, count, lang, get, json,
     typePrefix: false, fields: null, splitIp: false, pretty: true, wrap: false, format: 'array', ips: null,
   };
   // Parameters of the other output are ignored and not validated.

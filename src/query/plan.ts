@@ -1,5 +1,6 @@
 /** A validated /api request: what to select and how to write it. */
 export type Get = 'txt' | 'json' | 'txt.file' | 'json.file';
+export type Sort = 'time' | 'ping' | 'works' | 'random';
 
 export interface IpItem {
   /** As given, trimmed: the form shown in the envelope's filters. */
@@ -27,6 +28,10 @@ export interface Plan {
   cities: string[] | null;
   /** Service names as the snapshot spells them. */
   services: string[] | null;
+  /** The order (API.md 5.2); null when not given, which is `time`. */
+  sort: Sort | null;
+  /** Entries skipped before `count` applies; null when not given. */
+  offset: number | null;
   count: number | null;
   lang: 'ru' | 'en';
   get: Get;
@@ -42,6 +47,14 @@ export interface Plan {
   ips: IpItem[] | null;
 }
 
+/**
+ * Whether the body for a narrower time window is the rows of this one's
+ * below the window's end (API.md order, freshest first, without the
+ * envelope, whose count and time change): what the cache and productions
+ * under way narrow.
+ */
+export const narrowable = (p: Plan): boolean => !(p.json && p.wrap) && (p.sort ?? 'time') === 'time';
+
 const keys = new WeakMap<Plan, string>();
 
 /**
@@ -56,7 +69,7 @@ export function planKey(p: Plan): string {
 }
 
 function keyOf(p: Plan): string {
-  const select = [p.types, p.anons, p.ports, p.ping, p.time, p.works, p.countries, p.countries ? p.countryMode : '', p.cities, p.services, p.count];
+  const select = [p.types, p.anons, p.ports, p.ping, p.time, p.works, p.countries, p.countries ? p.countryMode : '', p.cities, p.services, p.sort, p.offset, p.count];
   const output = p.json
     ? [p.get, p.lang, p.fields, p.splitIp, p.pretty, p.wrap, p.format, p.ips?.map((i) => i.text) ?? null]
     : [p.get, p.typePrefix];

@@ -22,6 +22,8 @@ export function envelopeFilters(plan: Plan): Record<string, unknown> {
   if (plan.cities) f.city = plan.cities;
   if (plan.services) f.service = plan.services.map((s) => s.toLowerCase());
   if (plan.ips) f.ip = plan.ips.map((i) => i.text);
+  if (plan.sort !== null) f.sort = plan.sort;
+  if (plan.offset !== null) f.offset = plan.offset;
   if (plan.count !== null) f.count = plan.count;
   return f;
 }

@@ -194,6 +194,12 @@ export function buildStore(x: RecordExtractor, generatedAt: number): { columns: 
     addrId[r] = addrCount - 1;
   }
 
+  // The other orders of API.md 5.2; stable passes over the row order keep it for ties.
+  // (The sort may reorder the array it is given: each gets its own.)
+  const rowOrder = (): Uint32Array => Uint32Array.from({ length: rows }, (_, r) => r);
+  const byPing = radixSortIndices(rowOrder(), uint32Digits(pingSortKey(c.ping, rows), rows, false));
+  const byWorks = radixSortIndices(rowOrder(), uint32Digits((r) => c.works[r], rows, true));
+
   const ipLen = new Uint8Array(rows);
   const lines = byteStrings(rows, MAX_LINE_BYTES, (buf, pos, r) => {
     const start = pos;
@@ -250,7 +256,7 @@ export function buildStore(x: RecordExtractor, generatedAt: number): { columns: 
   for (let r = 0; r < rows; r++) cityRows[fill[c.city[r]]++] = r;
 
   const columns: StoreColumns = {
-    ...c, addrId, addrCount, byAddress, lines, ipLen, ipOut: ipOutText, pingText, timecheck,
+    ...c, addrId, addrCount, byAddress, byPing, byWorks, lines, ipLen, ipOut: ipOutText, pingText, timecheck,
     typeBits, anonBits, countryBits, serviceBits, cityStart, cityRows,
     cityJsonRu: packStrings(x.cities.map((k) => JSON.stringify(k.ru))),
     cityJsonEn: packStrings(x.cities.map((k) => JSON.stringify(k.en))),

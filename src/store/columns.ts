@@ -39,6 +39,9 @@ export interface StoreColumns {
   addrCount: number;
   /** Row ids ordered by ip, port, type: the `ip` filter binary-searches it. */
   byAddress: Uint32Array;
+  /** Rows by ping ascending, and by works descending; ties in row order (API.md 5.2). */
+  byPing: Uint32Array;
+  byWorks: Uint32Array;
   /** `ip:port\n` per row, contiguous in row order, so a run of rows is one copy. */
   lines: ByteStrings;
   /** Bytes of the `ip` part at the start of each line. */
@@ -77,7 +80,7 @@ export interface StoreMeta {
 
 export function transferables(c: StoreColumns): ArrayBuffer[] {
   const views: ArrayBufferView[] = [
-    c.ip, c.port, c.type, c.anon, c.works, c.ping, c.checkedAt, c.country, c.city, c.services, c.addrId, c.byAddress,
+    c.ip, c.port, c.type, c.anon, c.works, c.ping, c.checkedAt, c.country, c.city, c.services, c.addrId, c.byAddress, c.byPing, c.byWorks,
     c.lines.bytes, c.lines.off, c.ipLen, c.ipOut.bytes, c.ipOut.off, c.pingText.bytes, c.pingText.off, c.timecheck,
     c.typeBits.data, c.anonBits.data, c.countryBits.data, c.serviceBits.data, c.cityStart, c.cityRows,
     c.cityJsonRu.bytes, c.cityJsonRu.off, c.cityJsonEn.bytes, c.cityJsonEn.off,

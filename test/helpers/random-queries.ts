@@ -55,6 +55,8 @@ export function randomQueries(records: readonly SnapshotRecord[], n: number, see
     }
     if (chance(0.15)) parts.push(...listParam('city', some([...cities, 'Атлантида'], 2).map((c) => (chance(0.3) ? c.toUpperCase() : c))));
     if (chance(0.25)) parts.push(...listParam('service', some(['smtp', 'telegram', 'avito', 'google', 'the service'], 2).map(oddCase)));
+    if (chance(0.3)) parts.push(`sort=${oddCase(pick(['time', 'ping', 'works', 'ping', 'works']))}`);
+    if (chance(0.25)) parts.push(`offset=${pick(['0', '1', '3', '10', '100', '5000', '00'])}`);
     if (chance(0.5)) parts.push(`count=${chance(0.1) ? '00' : ''}${pick([1, 2, 5, 10, 50, 100, 500, 100000])}`);
     if (chance(0.4)) parts.push(`lang=${pick(['ru', 'en', 'EN'])}`);
     const get = pick(['txt', 'json', 'json', 'txt.file', 'json.file', 'JSON']);

@@ -88,9 +88,16 @@ export class NaiveEngine {
         (!services || services.every((s) => (r.services ?? []).includes(s))),
     );
 
+    // sort=random is not for the reference: its order is drawn per request.
+    const sort = (one('sort') ?? 'time').toLowerCase();
+    if (sort === 'ping') rows = [...rows].sort((a, b) => Math.round(a.ping_ms) - Math.round(b.ping_ms));
+    if (sort === 'works') rows = [...rows].sort((a, b) => b.works - a.works);
+    const offset = one('offset') === null ? 0 : Number(one('offset'));
+    const page = (xs: SnapshotRecord[]): SnapshotRecord[] => xs.slice(offset, count === null ? undefined : offset + count);
+
     const disposition = get.endsWith('.file') ? `attachment; filename="proxies.${get.startsWith('json') ? 'json' : 'txt'}"` : null;
     if (!get.startsWith('json')) {
-      if (count !== null) rows = rows.slice(0, count);
+      rows = page(rows);
       const prefix = one('type_prefix') === '1';
       const body = rows.map((r) => `${prefix ? r.type + '://' : ''}${r.ip}:${r.port}\n`).join('');
       return { status: 200, contentType: 'text/plain; charset=utf-8', disposition, body };
@@ -103,7 +110,7 @@ export class NaiveEngine {
       const seen = new Set<string>();
       rows = rows.filter((r) => !seen.has(`${r.ip}:${r.port}`) && !!seen.add(`${r.ip}:${r.port}`));
     }
-    if (count !== null) rows = rows.slice(0, count);
+    rows = page(rows);
 
     const split = one('split_ip') === '1';
     const fieldList = list('fields')?.map((f) => f.toLowerCase());
@@ -144,6 +151,8 @@ export class NaiveEngine {
       if (cities) filters.city = cities;
       if (services) filters.service = services.map((s) => s.toLowerCase());
       if (ips) filters.ip = ips;
+      if (one('sort') !== null) filters.sort = sort;
+      if (one('offset') !== null) filters.offset = offset;
       if (count !== null) filters.count = count;
       const local = new Date(nowS * 1000 + 7200 * 1000).toISOString().slice(0, 19);
       value = { status: 'ok', count: rows.length, timestamp: `${local}+02:00`, filters, data };
