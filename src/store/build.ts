@@ -196,7 +196,11 @@ export function buildStore(x: RecordExtractor, generatedAt: number): { columns: 
 
   // The other orders of API.md 5.2; stable passes over the row order keep it for ties.
   // (The sort may reorder the array it is given: each gets its own.)
-  const rowOrder = (): Uint32Array => Uint32Array.from({ length: rows }, (_, r) => r);
+  const rowOrder = (): Uint32Array => {
+    const order = new Uint32Array(rows);
+    for (let r = 0; r < rows; r++) order[r] = r;
+    return order;
+  };
   const byPing = radixSortIndices(rowOrder(), uint32Digits(pingSortKey(c.ping, rows), rows, false));
   const byWorks = radixSortIndices(rowOrder(), uint32Digits((r) => c.works[r], rows, true));
 
