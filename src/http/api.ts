@@ -8,7 +8,7 @@ import type { QueryMemo } from '../query/query-memo.js';
 import { DEFAULT_SERVICES } from '../snapshot/format.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { BodySources } from './bodies.js';
-import { negotiate, type Encoding } from './encoding.js';
+import { negotiate } from './encoding.js';
 import type { Exchange } from './exchange.js';
 import type { Metrics } from './metrics.js';
 import type { Headers, Sender } from './sender.js';
@@ -107,7 +107,7 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
     const plan = parsed.plan;
     const end = store.prefixEnd(Math.floor(nowMs / 1000) - plan.time);
     const source = deps.bodies.source(store, plan, end, nowMs, negotiate(req.getHeader('accept-encoding')));
-    const success = SUCCESS_HEADERS[plan.get][(source.encoding as Encoding | null) ?? 'identity'];
+    const success = SUCCESS_HEADERS[plan.get][source.encoding ?? 'identity'];
     const headers = rate.length > 0 ? [...success, ...rate] : success;
     if (source.total >= 0) return sender.body(ex, '200 OK', headers, source.open());
     // The body is being produced: the answer is written once its length is known.

@@ -1,5 +1,6 @@
 import type { BodyWriter } from '../render/body.js';
 import type { OutputBuffer } from '../render/output-buffer.js';
+import type { Encoding } from './encoding.js';
 import type { Body } from './sender.js';
 
 /**
@@ -17,7 +18,7 @@ export interface Source {
   /** The length of the body, once known; -1 before. */
   readonly total: number;
   /** The content coding of the bytes, null for none. */
-  readonly encoding: string | null;
+  readonly encoding: Encoding | null;
   /** Runs `ready` once the length is known (true), or the body cannot be had (false). */
   whenReady(ready: (ok: boolean) => void): void;
   /** A reader of the body from its start; only once the length is known. */
@@ -99,7 +100,7 @@ export class ChunkPool {
 export class Production implements Source {
   total = -1;
   readonly encoding = null;
-  readonly chunkCount: number;
+  private readonly chunkCount: number;
   private readonly rowsPerChunk: number;
   private readers = 0;
   private waiting: Array<(ok: boolean) => void> = [];
@@ -187,11 +188,6 @@ export class Production implements Source {
     };
     if (this.total >= 0) source.whenReady(() => undefined);
     return source;
-  }
-
-  /** True while requests may still join. */
-  get joinable(): boolean {
-    return !this.isRetired;
   }
 
   /** Chunk `i` for a reader (counted as one of its holders until `drop`), or null past the last. */
