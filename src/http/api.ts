@@ -25,14 +25,14 @@ const DOWNLOAD: Partial<Record<Get, string>> = {
 
 /** The headers of a 200 (API.md 1.3 and 5.5), per output and content coding, built once. */
 const successHeaders = (get: Get, encoding: string | null): Headers => {
-  const headers: Array<[string, string]> = [['Content-Type', get.startsWith('json') ? JSON_TYPE : TEXT], ['Cache-Control', 'private, no-cache'], ['Vary', 'Accept-Encoding']];
+  const headers: Array<[string, string]> = [['Content-Type', get.startsWith('txt') ? TEXT : JSON_TYPE], ['Cache-Control', 'private, no-cache'], ['Vary', 'Accept-Encoding']];
   const disposition = DOWNLOAD[get];
   if (disposition) headers.push(['Content-Disposition', disposition]);
   if (encoding) headers.push(['Content-Encoding', encoding]);
   return headers;
 };
 const SUCCESS_HEADERS = Object.fromEntries(
-  (['txt', 'txt.file', 'json', 'json.file'] as const).map((get) => [get, { identity: successHeaders(get, null), gzip: successHeaders(get, 'gzip'), br: successHeaders(get, 'br') }]),
+  (['txt', 'txt.file', 'json', 'json.file', 'stats'] as const).map((get) => [get, { identity: successHeaders(get, null), gzip: successHeaders(get, 'gzip'), br: successHeaders(get, 'br') }]),
 ) as Record<Get, Record<'identity' | 'gzip' | 'br', Headers>>;
 
 export interface ApiDeps {

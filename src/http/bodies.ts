@@ -2,8 +2,10 @@ import type { Logger } from '../core/log.js';
 import { execute } from '../query/execute.js';
 import { narrowable, type Plan } from '../query/plan.js';
 import { QueryScratch } from '../query/scratch.js';
+import { countStats } from '../query/stats.js';
 import { BodyWriter } from '../render/body.js';
 import { OutputBuffer } from '../render/output-buffer.js';
+import { statsJson } from '../render/stats.js';
 import type { Store } from '../store/store.js';
 import { Compression } from './compression.js';
 import { MIN_ENCODED_BYTES, type Encoding } from './encoding.js';
@@ -170,6 +172,13 @@ export class BodySources implements ProductionOwner {
       return new Ready(kept.bytes, kept.tail, null);
     }
     if (this.cache.enabled) this.cacheMisses++;
+    if (plan.get === 'stats') {
+      // A few hundred bytes at most, counted in one pass: never a production to join.
+      this.productions++;
+      const bytes = Buffer.from(statsJson(countStats(store, plan, end, this.scratch), store.meta.services, plan.pretty));
+      const cached = this.cache.enabled ? this.cache.offer(key, { bytes, tail: null, end, rows: null, ends: null }, true) : undefined;
+      return new Ready(cached ?? bytes, null, null);
+    }
     const productionKey = `${key}|${end}`;
     const running = this.underWay.get(productionKey);
     if (running) {

@@ -68,15 +68,15 @@ export class ResponseCache {
   }
 
   /**
-   * The key of a plain body. The envelope carries the count and the time to
-   * the second, so wrapped bodies are kept per window and second, and so are
-   * bodies in another order than the freshest first. The others are kept
-   * per query, with the window they were selected from: as time moves on,
-   * the window only narrows, and rows are freshest first, so the answer for
-   * a narrower window is the cached rows below its end.
+   * The key of a plain body. Bodies in another order than the freshest
+   * first, and counts, are kept per window; the envelope carries the time
+   * to the second, so wrapped bodies are kept per window and second. The
+   * others are kept per query, with the window they were selected from: as
+   * time moves on, the window only narrows, and rows are freshest first, so
+   * the answer for a narrower window is the cached rows below its end.
    */
   static key(store: Store, plan: Plan, end: number, nowS: number): string {
-    if (!narrowable(plan)) return `${store.source.generation}|${end}|${nowS}|${planKey(plan)}`;
+    if (!narrowable(plan)) return `${store.source.generation}|${end}|${plan.json && plan.wrap ? nowS : ''}|${planKey(plan)}`;
     // Plans are remembered between requests (QueryMemo): so is their bare key, per store.
     let k = bareKeys.get(plan);
     if (k === undefined || k.generation !== store.source.generation) bareKeys.set(plan, (k = { generation: store.source.generation, key: `${store.source.generation}||${planKey(plan)}` }));

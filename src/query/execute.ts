@@ -39,7 +39,7 @@ export function execute(store: Store, plan: Plan, end: number, scratch: QueryScr
     if (!markCities(store, scratch.cityBits, plan.cities, end, words)) return 0;
     clauses.push({ sets: [scratch.cityBits], negate: false });
   }
-  if (plan.json && plan.ips) {
+  if (plan.ips) {
     if (!markAddresses(store, scratch.ipBits, plan.ips, end, words)) return 0;
     clauses.push({ sets: [scratch.ipBits], negate: false });
   }

@@ -3,7 +3,7 @@ import type { Get, IpItem, Plan, Sort } from './plan.js';
 import type { RawParams } from './query-string.js';
 
 export const DEFAULT_TIME_S = 600;
-const GETS: readonly Get[] = ['txt', 'json', 'txt.file', 'json.file'];
+const GETS: readonly Get[] = ['txt', 'json', 'txt.file', 'json.file', 'stats'];
 const SORTS: readonly Sort[] = ['time', 'ping', 'works', 'random'];
 const OUTPUT_ONLY = ['timecheck', 'ip_out'];
 
@@ -89,6 +89,7 @@ function buildPlan(raw: RawParams, services: readonly string[]): Plan {
     return i < 0 ? undefined : i;
   };
   const MAX_INT = Number.MAX_SAFE_INTEGER;
+  const ipItems = (): IpItem[] | null => resolved('ip', parseIpItem, 'a.b.c.d or a.b.c.d:port', (i) => i.text);
 
   const types = resolved('type', enumIndex(TYPES), TYPES.join(', '));
   const anons = resolved('anon', enumIndex(ANONS), ANONS.join(', '));
@@ -105,18 +106,22 @@ function buildPlan(raw: RawParams, services: readonly string[]): Plan {
   const cities = resolved('city', (s) => s, 'city names');
   const lowerServices = services.map((s) => s.toLowerCase());
   const services_ = resolved('service', (s) => services[lowerServices.indexOf(s.toLowerCase())], services.join(', '));
-  const sort = v.has('sort') ? choice('sort', SORTS, 'time') : null;
-  const offset = integer('offset', 0, MAX_INT, 'an integer >= 0');
-  const count = integer('count', 1, MAX_INT, 'an integer >= 1');
-  const lang = choice('lang', ['ru', 'en'], 'ru');
   const get = choice('get', GETS, 'txt');
   const json = get === 'json' || get === 'json.file';
-
   const plan: Plan = {
-    types, anons, ports, portSet: ports && new Set(ports), ping, time, works, countries, countryMode, cities, services: services_, sort, offset, count, lang, get, json,
-    typePrefix: false, fields: null, splitIp: false, pretty: true, wrap: false, format: 'array', ips: null,
+    types, anons, ports, portSet: ports && new Set(ports), ping, time, works, countries, countryMode, cities, services: services_,
+    sort: null, offset: null, count: null, lang: 'ru', get, json, typePrefix: false, fields: null, splitIp: false, pretty: true, wrap: false, format: 'array', ips: null,
   };
-  // Parameters of the other output are ignored and not validated.
+  // Parameters that shape a list, or belong to the other output, are ignored and not validated.
+  if (get === 'stats') {
+    plan.pretty = flag('pretty', true);
+    plan.ips = ipItems();
+    return plan;
+  }
+  plan.sort = v.has('sort') ? choice('sort', SORTS, 'time') : null;
+  plan.offset = integer('offset', 0, MAX_INT, 'an integer >= 0');
+  plan.count = integer('count', 1, MAX_INT, 'an integer >= 1');
+  plan.lang = choice('lang', ['ru', 'en'], 'ru');
   if (!json) {
     plan.typePrefix = flag('type_prefix', false);
     return plan;
@@ -129,7 +134,7 @@ function buildPlan(raw: RawParams, services: readonly string[]): Plan {
   plan.pretty = flag('pretty', true);
   plan.wrap = flag('wrap', false);
   plan.format = choice('format', ['array', 'object'], 'array');
-  plan.ips = resolved('ip', parseIpItem, 'a.b.c.d or a.b.c.d:port', (i) => i.text);
+  plan.ips = ipItems();
   return plan;
 }
 

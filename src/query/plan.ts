@@ -1,5 +1,5 @@
 /** A validated /api request: what to select and how to write it. */
-export type Get = 'txt' | 'json' | 'txt.file' | 'json.file';
+export type Get = 'txt' | 'json' | 'txt.file' | 'json.file' | 'stats';
 export type Sort = 'time' | 'ping' | 'works' | 'random';
 
 export interface IpItem {
@@ -35,6 +35,7 @@ export interface Plan {
   count: number | null;
   lang: 'ru' | 'en';
   get: Get;
+  /** A list of records as JSON (get=json, json.file); not get=stats. */
   json: boolean;
   typePrefix: boolean;
   /** JSON keys to output, canonical names; null = all. */
@@ -43,7 +44,7 @@ export interface Plan {
   pretty: boolean;
   wrap: boolean;
   format: 'array' | 'object';
-  /** JSON only. */
+  /** JSON and stats only. */
   ips: IpItem[] | null;
 }
 
@@ -53,7 +54,7 @@ export interface Plan {
  * envelope, whose count and time change): what the cache and productions
  * under way narrow.
  */
-export const narrowable = (p: Plan): boolean => !(p.json && p.wrap) && (p.sort ?? 'time') === 'time';
+export const narrowable = (p: Plan): boolean => p.get !== 'stats' && !(p.json && p.wrap) && (p.sort ?? 'time') === 'time';
 
 const keys = new WeakMap<Plan, string>();
 
@@ -70,7 +71,7 @@ export function planKey(p: Plan): string {
 
 function keyOf(p: Plan): string {
   const select = [p.types, p.anons, p.ports, p.ping, p.time, p.works, p.countries, p.countries ? p.countryMode : '', p.cities, p.services, p.sort, p.offset, p.count];
-  const output = p.json
+  const output = p.json || p.get === 'stats'
     ? [p.get, p.lang, p.fields, p.splitIp, p.pretty, p.wrap, p.format, p.ips?.map((i) => i.text) ?? null]
     : [p.get, p.typePrefix];
   return JSON.stringify([select, output]);

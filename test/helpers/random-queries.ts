@@ -59,9 +59,14 @@ export function randomQueries(records: readonly SnapshotRecord[], n: number, see
     if (chance(0.25)) parts.push(`offset=${pick(['0', '1', '3', '10', '100', '5000', '00'])}`);
     if (chance(0.5)) parts.push(`count=${chance(0.1) ? '00' : ''}${pick([1, 2, 5, 10, 50, 100, 500, 100000])}`);
     if (chance(0.4)) parts.push(`lang=${pick(['ru', 'en', 'EN'])}`);
-    const get = pick(['txt', 'json', 'json', 'txt.file', 'json.file', 'JSON']);
+    const get = pick(['txt', 'json', 'json', 'txt.file', 'json.file', 'JSON', 'stats', 'Stats']);
     if (get !== 'txt' || chance(0.5)) parts.push(`get=${get}`);
-    if (get.toLowerCase().startsWith('txt')) {
+    if (get.toLowerCase() === 'stats') {
+      // The list-shaping parameters are ignored, and not validated.
+      if (chance(0.2)) parts.push(pick(['format=table', 'wrap=2', 'fields=nope', 'lang=de', 'type_prefix=x', 'split_ip=9', 'sort=fast', 'offset=-1']));
+      if (chance(0.5)) parts.push(`pretty=${pick(['0', '1'])}`);
+      if (chance(0.2)) parts.push(...listParam('ip', some(records, 3).map((r) => (chance(0.5) ? r.ip : `${r.ip}:${r.port}`))));
+    } else if (get.toLowerCase().startsWith('txt')) {
       if (chance(0.4)) parts.push(`type_prefix=${pick(['0', '1'])}`);
     } else {
       if (chance(0.35)) parts.push(...listParam('fields', some(FIELDS, 5).map(oddCase)));

@@ -73,7 +73,7 @@ moving('second by second, with jumps and a clock set back, cached and narrowed b
     '', 'type_prefix=1', 'type=http,socks5&count=40',
     'get=json', 'get=json&pretty=0&fields=ip,ping,city', 'get=json&format=object&pretty=0', 'get=json&split_ip=1&count=25&anon=elite',
     `get=json&city=${encodeURIComponent(city)}&lang=en`, 'get=json&wrap=1&pretty=0&count=30', 'get=json&time=120&pretty=0', 'get=json.file&works=50',
-    'offset=50&count=40', 'get=json&offset=10&time=120&pretty=0', 'get=json&sort=ping&count=30&pretty=0', 'sort=works&offset=5&count=20&port=80,8080,3128',
+    'offset=50&count=40', 'get=json&offset=10&time=120&pretty=0', 'get=stats', 'get=stats&type=socks5&time=120&pretty=0', 'get=json&sort=ping&count=30&pretty=0', 'sort=works&offset=5&count=20&port=80,8080,3128',
   ];
   const steps = [...Array(20).fill(1000), 45_000, 1000, 300_000, 1000, -400_000, 1000, 1000, 200_000];
   let narrowed = 0;

@@ -88,6 +88,10 @@ export class NaiveEngine {
         (!services || services.every((s) => (r.services ?? []).includes(s))),
     );
 
+    const ips = list('ip') && unique(list('ip')!);
+    const atAddress = (r: SnapshotRecord): boolean => !ips || ips.some((item) => item === r.ip || item === `${r.ip}:${r.port}`);
+    if (get === 'stats') return this.stats(rows.filter(atAddress), one('pretty') !== '0');
+
     // sort=random is not for the reference: its order is drawn per request.
     const sort = (one('sort') ?? 'time').toLowerCase();
     if (sort === 'ping') rows = [...rows].sort((a, b) => Math.round(a.ping_ms) - Math.round(b.ping_ms));
@@ -103,8 +107,7 @@ export class NaiveEngine {
       return { status: 200, contentType: 'text/plain; charset=utf-8', disposition, body };
     }
 
-    const ips = list('ip') && unique(list('ip')!);
-    if (ips) rows = rows.filter((r) => ips.some((item) => item === r.ip || item === `${r.ip}:${r.port}`));
+    rows = rows.filter(atAddress);
     const format = (one('format') ?? 'array').toLowerCase();
     if (format === 'object') {
       const seen = new Set<string>();
@@ -159,5 +162,19 @@ export class NaiveEngine {
     }
     const body = one('pretty') === '0' ? JSON.stringify(value) : JSON.stringify(value, null, 2);
     return { status: 200, contentType: 'application/json; charset=utf-8', disposition, body };
+  }
+
+  /** get=stats (API.md 5.3): counts by type, anonymity, country and service. */
+  private stats(rows: SnapshotRecord[], pretty: boolean): NaiveAnswer {
+    const countOf = (keep: (r: SnapshotRecord) => boolean): number => rows.filter(keep).length;
+    const type = Object.fromEntries(TYPES.map((t) => [t, countOf((r) => r.type === t)]));
+    const anon = Object.fromEntries(['transparent', 'anonymous', 'elite'].map((a) => [a, countOf((r) => r.anon === a)]));
+    const codes = [...new Set(rows.map((r) => r.country.toUpperCase()))];
+    const byCountry = codes.map((c) => [c, countOf((r) => r.country.toUpperCase() === c)] as const);
+    byCountry.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+    const service = Object.fromEntries(this.services.map((s) => [s, countOf((r) => (r.services ?? []).includes(s))]));
+    const value = { count: rows.length, type, anon, country: Object.fromEntries(byCountry), service };
+    const body = pretty ? JSON.stringify(value, null, 2) : JSON.stringify(value);
+    return { status: 200, contentType: 'application/json; charset=utf-8', disposition: null, body };
   }
 }
