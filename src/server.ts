@@ -11,8 +11,11 @@ import { Metrics } from './http/metrics.js';
 import { BodySources, DEFAULT_WHOLE_BODIES_BYTES } from './http/bodies.js';
 import { ResponseCache } from './http/response-cache.js';
 import { Sender } from './http/sender.js';
+import { Waiters } from './http/waiters.js';
 import { loadUws, type TemplatedApp, type us_listen_socket } from './http/uws.js';
+import { Tagger } from './query/etag.js';
 import { QueryMemo } from './query/query-memo.js';
+import { QueryScratch } from './query/scratch.js';
 import { SnapshotFeed } from './snapshot/snapshot-feed.js';
 
 export interface ServeOptions {
@@ -88,8 +91,12 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     throw new CodedError('E_USAGE', `--metrics-allow: ${messageOf(err)}`);
   }
   const sender = new Sender(log);
-  const bodies = new BodySources(cache, o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES, log);
-  const metrics = new Metrics(feed, keys, cache, bodies, sender, clock);
+  const scratch = new QueryScratch();
+  const bodies = new BodySources(cache, scratch, o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES, log);
+  const tagger = new Tagger(scratch);
+  const queries = new QueryMemo();
+  const waiters = new Waiters(clock, feed, queries, tagger, bodies, sender, log);
+  const metrics = new Metrics(feed, keys, cache, bodies, sender, waiters, clock);
   const limiter = new MemoryLimiter();
   const state = o.state ? new StateFile(o.state, limiter, clock, log) : null;
   state?.load();
@@ -100,7 +107,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     limiter.prune(clock.nowMs(), clock.monotonicMs(), longestWindowS * 1000);
   }, 3600_000);
   pruner.unref();
-  const app = createApp({ clock, feed, keys, limiter, trustProxy, queries: new QueryMemo(), bodies, sender, log, metrics, metricsAllow, accessLog: o.accessLog ?? false });
+  const app = createApp({ clock, feed, keys, limiter, trustProxy, queries, bodies, tagger, waiters, sender, log, metrics, metricsAllow, accessLog: o.accessLog ?? false });
 
   let token: us_listen_socket;
   try {
@@ -121,6 +128,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
       uws.us_listen_socket_close(token);
+      waiters.answerAll();
       const deadline = Date.now() + DRAIN_LIMIT_MS;
       while ((sender.pendingCount > 0 || bodies.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       await firstLoad.catch(() => undefined);

@@ -3,37 +3,21 @@ import { clientAddress, parseAddress, subnetOf, type AddressSet } from '../acces
 import type { KeysFeed } from '../access/keys-feed.js';
 import type { Limiter } from '../access/limiter.js';
 import { rateLimitHeaders } from '../access/rate-limit-headers.js';
-import type { Get } from '../query/plan.js';
+import type { Tagger } from '../query/etag.js';
 import type { QueryMemo } from '../query/query-memo.js';
 import { DEFAULT_SERVICES } from '../snapshot/format.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
+import { answerHeaders, answerWith } from './answer.js';
 import type { BodySources } from './bodies.js';
+import { ifNoneMatch } from './conditional.js';
 import { negotiate } from './encoding.js';
 import type { Exchange } from './exchange.js';
 import type { Metrics } from './metrics.js';
-import type { Headers, Sender } from './sender.js';
+import type { Sender } from './sender.js';
 import type { HttpRequest } from './uws.js';
+import type { Waiters } from './waiters.js';
 
 export const MAX_TARGET_BYTES = 8192;
-
-const TEXT = 'text/plain; charset=utf-8';
-const JSON_TYPE = 'application/json; charset=utf-8';
-const DOWNLOAD: Partial<Record<Get, string>> = {
-  'txt.file': 'attachment; filename="proxies.txt"',
-  'json.file': 'attachment; filename="proxies.json"',
-};
-
-/** The headers of a 200 (API.md 1.3 and 5.5), per output and content coding, built once. */
-const successHeaders = (get: Get, encoding: string | null): Headers => {
-  const headers: Array<[string, string]> = [['Content-Type', get.startsWith('txt') ? TEXT : JSON_TYPE], ['Cache-Control', 'private, no-cache'], ['Vary', 'Accept-Encoding']];
-  const disposition = DOWNLOAD[get];
-  if (disposition) headers.push(['Content-Disposition', disposition]);
-  if (encoding) headers.push(['Content-Encoding', encoding]);
-  return headers;
-};
-const SUCCESS_HEADERS = Object.fromEntries(
-  (['txt', 'txt.file', 'json', 'json.file', 'stats'] as const).map((get) => [get, { identity: successHeaders(get, null), gzip: successHeaders(get, 'gzip'), br: successHeaders(get, 'br') }]),
-) as Record<Get, Record<'identity' | 'gzip' | 'br', Headers>>;
 
 export interface ApiDeps {
   clock: Clock;
@@ -43,6 +27,8 @@ export interface ApiDeps {
   trustProxy: AddressSet;
   queries: QueryMemo;
   bodies: BodySources;
+  tagger: Tagger;
+  waiters: Waiters;
   sender: Sender;
   metrics: Metrics;
 }
@@ -106,16 +92,13 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
 
     const plan = parsed.plan;
     const end = store.prefixEnd(Math.floor(nowMs / 1000) - plan.time);
-    const source = deps.bodies.source(store, plan, end, nowMs, negotiate(req.getHeader('accept-encoding')));
-    const success = SUCCESS_HEADERS[plan.get][source.encoding ?? 'identity'];
-    const headers = rate.length > 0 ? [...success, ...rate] : success;
-    if (source.total >= 0) return sender.body(ex, '200 OK', headers, source.open());
-    // The body is being produced: the answer is written once its length is known.
-    ex.onAbort(null);
-    source.whenReady((ok) => {
-      if (ex.aborted) return;
-      if (ok) sender.body(ex, '200 OK', headers, source.open());
-      else sender.error(ex, '500 Internal Server Error', 'Internal server error');
-    });
+    const etag = deps.tagger.etag(store, plan, end);
+    const encoding = negotiate(req.getHeader('accept-encoding'));
+    const conditional = req.getHeader('if-none-match');
+    if (conditional !== '' && ifNoneMatch(conditional, etag)) {
+      if (plan.wait !== null) return deps.waiters.hold(ex, memo, plan, store, deps.tagger.selectionTag(store, plan, end), etag, encoding, rate);
+      return sender.notModified(ex, answerHeaders(plan, null, { etag, store, rate }));
+    }
+    answerWith(sender, ex, plan, deps.bodies.source(store, plan, end, nowMs, encoding), { etag, store, rate });
   };
 }

@@ -1,7 +1,7 @@
 import type { Logger } from '../core/log.js';
 import { execute } from '../query/execute.js';
 import { narrowable, type Plan } from '../query/plan.js';
-import { QueryScratch } from '../query/scratch.js';
+import type { QueryScratch } from '../query/scratch.js';
 import { countStats } from '../query/stats.js';
 import { BodyWriter } from '../render/body.js';
 import { OutputBuffer } from '../render/output-buffer.js';
@@ -102,7 +102,6 @@ export class BodySources implements ProductionOwner {
   cacheMisses = 0;
   readonly out = new OutputBuffer();
   readonly pool = new ChunkPool(CHUNK_BYTES + 64 * 1024, POOLED_CHUNKS);
-  private readonly scratch = new QueryScratch();
   private readonly underWay = new Map<string, Production | Compression>();
   /** Per narrowable body's key, the production of the widest window under way: narrower windows read a prefix of it. */
   private readonly widest = new Map<string, { p: Production; end: number }>();
@@ -111,15 +110,19 @@ export class BodySources implements ProductionOwner {
   private spare: Uint8Array | null = null;
   private spareTimer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly cache: ResponseCache, private readonly wholeBudget: number, private readonly log: Logger) {}
+  /** `scratch` is the query working space of the event loop, shared with whatever else runs queries there. */
+  constructor(private readonly cache: ResponseCache, private readonly scratch: QueryScratch, private readonly wholeBudget: number, private readonly log: Logger) {}
 
   /** Productions and compressions under way. */
   get inFlight(): number {
     return this.underWay.size;
   }
 
-  /** The body for `plan` on `store`, window ending at row `end`, in `encoding` where that pays. */
-  source(store: Store, plan: Plan, end: number, nowMs: number, encoding: Encoding | null): Source {
+  /**
+   * The body for `plan` on `store`, window ending at row `end`, in `encoding`
+   * where that pays; `shared` when several requests open it.
+   */
+  source(store: Store, plan: Plan, end: number, nowMs: number, encoding: Encoding | null, shared = false): Source {
     if (plan.sort === 'random') return this.random(store, plan, end, nowMs, encoding);
     const key = ResponseCache.key(store, plan, end, Math.floor(nowMs / 1000));
     if (encoding) {
@@ -141,7 +144,7 @@ export class BodySources implements ProductionOwner {
       if (c.total < 0) this.underWay.set(encodedKey, c);
       return c;
     }
-    return this.plain(store, plan, end, nowMs, key, false);
+    return this.plain(store, plan, end, nowMs, key, shared);
   }
 
   /** A body in an order drawn for this request alone: never cached, never shared. */
@@ -164,7 +167,7 @@ export class BodySources implements ProductionOwner {
     });
   }
 
-  /** The plain body; `stable` when its bytes must outlive the next request (compression reads them later). */
+  /** The plain body; `stable` when its bytes must outlive the next request (compression reads them later, or several requests do). */
   private plain(store: Store, plan: Plan, end: number, nowMs: number, key: string, stable: boolean): Source {
     const kept = this.cache.enabled ? this.cache.lookup(key, end, store, plan) : undefined;
     if (kept) {

@@ -5,6 +5,7 @@ import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { BodySources } from './bodies.js';
 import type { ResponseCache } from './response-cache.js';
 import type { Sender } from './sender.js';
+import type { Waiters } from './waiters.js';
 
 export type LimitKind = 'subnet' | 'frequency' | 'daily';
 
@@ -31,7 +32,7 @@ export class Metrics {
   private readonly rejections: Counter<'limit'>;
   private readonly routes = new Map<string, RouteStats>();
 
-  constructor(feed: SnapshotFeed, keys: KeysFeed, cache: ResponseCache, bodies: BodySources, sender: Sender, clock: Clock) {
+  constructor(feed: SnapshotFeed, keys: KeysFeed, cache: ResponseCache, bodies: BodySources, sender: Sender, waiters: Waiters, clock: Clock) {
     const registers = [this.registry];
     // Event-loop delay sampled every millisecond: at the default 10 ms, every reading carries up to 10 ms of the sampling interval.
     collectDefaultMetrics({ register: this.registry, prefix: 'proxylist_', eventLoopMonitoringPrecision: 1 });
@@ -55,6 +56,7 @@ export class Metrics {
     counterFrom({ name: 'proxylist_body_compressions_total', help: 'Bodies compressed (each shared likewise)' }, () => bodies.compressions);
     counterFrom({ name: 'proxylist_body_joins_total', help: 'Requests that joined a production or compression under way' }, () => bodies.joins);
     gauge('proxylist_body_productions_in_flight', 'Productions and compressions under way', () => bodies.inFlight);
+    gauge('proxylist_requests_held', 'Requests with wait held until their answer changes', () => waiters.count);
     gauge('proxylist_keys_loaded', 'Keys in force', () => keys.table.entries.size);
     gauge('proxylist_keys_file_rejected', '1 while the keys file is missing or its last version was rejected (the keys in force stay)', () => (keys.lastError === null ? 0 : 1));
     for (const limit of ['subnet', 'frequency', 'daily'] as const) this.rejections.labels(limit).inc(0);

@@ -164,6 +164,17 @@ export class Sender {
     });
   }
 
+  /** A 304: status and headers, no body and no length (RFC 9110 15.4.5). */
+  notModified(ex: Exchange, headers: Headers): void {
+    if (ex.aborted) return;
+    ex.answer('304 Not Modified', 0);
+    const res = ex.res;
+    res.cork(() => {
+      writeHead(res, '304 Not Modified', headers);
+      res.endWithoutBody();
+    });
+  }
+
   /** A one-line `Error: ...` answer (API.md 1.4). */
   error(ex: Exchange, status: string, message: string, extra: Headers = []): void {
     const headers: Headers = extra.length === 0 ? ERROR_HEADERS : [...ERROR_HEADERS, ...extra];

@@ -106,10 +106,11 @@ function buildPlan(raw: RawParams, services: readonly string[]): Plan {
   const cities = resolved('city', (s) => s, 'city names');
   const lowerServices = services.map((s) => s.toLowerCase());
   const services_ = resolved('service', (s) => services[lowerServices.indexOf(s.toLowerCase())], services.join(', '));
+  const wait = integer('wait', 1, 60, 'an integer from 1 to 60 (seconds)');
   const get = choice('get', GETS, 'txt');
   const json = get === 'json' || get === 'json.file';
   const plan: Plan = {
-    types, anons, ports, portSet: ports && new Set(ports), ping, time, works, countries, countryMode, cities, services: services_,
+    types, anons, ports, portSet: ports && new Set(ports), ping, time, works, countries, countryMode, cities, services: services_, wait,
     sort: null, offset: null, count: null, lang: 'ru', get, json, typePrefix: false, fields: null, splitIp: false, pretty: true, wrap: false, format: 'array', ips: null,
   };
   // Parameters that shape a list, or belong to the other output, are ignored and not validated.

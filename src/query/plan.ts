@@ -28,6 +28,8 @@ export interface Plan {
   cities: string[] | null;
   /** Service names as the snapshot spells them. */
   services: string[] | null;
+  /** Seconds to hold a request whose If-None-Match matches (API.md 5.4); not part of the answer. */
+  wait: number | null;
   /** The order (API.md 5.2); null when not given, which is `time`. */
   sort: Sort | null;
   /** Entries skipped before `count` applies; null when not given. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { CodedError, messageOf } from '../core/errors.js';
 import { RecordExtractor, buildStore } from '../store/build.js';
@@ -24,12 +25,15 @@ class Window {
   private fd: number | null;
   /** The file's size when it was opened. */
   readonly size: number;
+  /** Every byte read, in order: the content hash of what was decoded. */
+  private readonly hash = createHash('sha256');
 
   private constructor(buf: Buffer, len: number, fd: number | null, size: number) {
     this.buf = buf;
     this.len = len;
     this.fd = fd;
     this.size = size;
+    this.hash.update(buf.subarray(0, len));
   }
 
   static ofBytes(bytes: Uint8Array): Window {
@@ -60,6 +64,7 @@ class Window {
     while (this.fd !== null && this.len < this.buf.length) {
       const n = readSync(this.fd, this.buf, this.len, this.buf.length - this.len, null);
       if (n === 0) this.close();
+      this.hash.update(this.buf.subarray(this.len, this.len + n));
       this.len += n;
     }
   }
@@ -82,6 +87,11 @@ class Window {
     return from;
   }
 
+  /** The hash of the bytes read so far: all of them, once the walk is done. */
+  digest(): string {
+    return this.hash.digest('base64url');
+  }
+
   close(): void {
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
@@ -94,16 +104,12 @@ type Begin = (top: SnapshotFile, records: number) => RecordSink;
  * Reads a snapshot: the top level is decoded and validated first (a file that
  * fails there is rejected whole), then `begin` is told the top level and the
  * record count, and the sink it returns reads each record from its position.
- * Returns the top level, with `proxies` left empty.
+ * Returns the top level, with `proxies` left empty, and the hash of the bytes.
  */
-function readSnapshot(bytes: Uint8Array, begin: Begin): SnapshotFile {
-  return guarded(() => walk(Window.ofBytes(bytes), begin));
-}
-
-function readSnapshotFile(path: string, begin: Begin): SnapshotFile {
-  const w = Window.ofFile(path);
+function readSnapshot(w: Window, begin: Begin): { top: SnapshotFile; contentHash: string } {
   try {
-    return guarded(() => walk(w, begin));
+    const top = guarded(() => walk(w, begin));
+    return { top, contentHash: w.digest() };
   } finally {
     w.close();
   }
@@ -242,13 +248,13 @@ function extractInto(): { begin: Begin; extractor: () => RecordExtractor } {
 
 export function loadSnapshotBytes(bytes: Uint8Array): { columns: StoreColumns; meta: StoreMeta } {
   const { begin, extractor } = extractInto();
-  const top = readSnapshot(bytes, begin);
-  return buildStore(extractor(), top.generated_at);
+  const { top, contentHash } = readSnapshot(Window.ofBytes(bytes), begin);
+  return buildStore(extractor(), top.generated_at, contentHash);
 }
 
 /** Read (a window at a time), decode, validate and build, on the calling thread. */
 export function loadSnapshotFile(path: string): { columns: StoreColumns; meta: StoreMeta } {
   const { begin, extractor } = extractInto();
-  const top = readSnapshotFile(path, begin);
-  return buildStore(extractor(), top.generated_at);
+  const { top, contentHash } = readSnapshot(Window.ofFile(path), begin);
+  return buildStore(extractor(), top.generated_at, contentHash);
 }

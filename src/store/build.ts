@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Packr } from 'msgpackr';
 import { ANONS, DEFAULT_SERVICES, TYPES } from '../snapshot/format.js';
 import { RecordDecoder } from '../snapshot/record-decoder.js';
@@ -137,15 +138,18 @@ export function buildFromRecords(proxies: readonly unknown[], services: readonly
   const packr = new Packr({ useRecords: false });
   const decoder = new RecordDecoder(services);
   const x = new RecordExtractor(services, proxies.length);
+  const content = createHash('sha256').update(packr.pack([generatedAt, services]));
   proxies.forEach((r, i) => {
     const bytes = packr.pack(r);
+    content.update(bytes);
     decoder.read(bytes, 0);
     x.take(decoder, bytes, i);
   });
-  return buildStore(x, generatedAt);
+  return buildStore(x, generatedAt, content.digest('base64url'));
 }
 
-export function buildStore(x: RecordExtractor, generatedAt: number): { columns: StoreColumns; meta: StoreMeta } {
+/** `contentHash` identifies the snapshot's bytes: instances that load one file agree on it (it seeds the ETags). */
+export function buildStore(x: RecordExtractor, generatedAt: number, contentHash: string): { columns: StoreColumns; meta: StoreMeta } {
   const services = x.serviceNames;
   const countries = x.countries();
   const m = x.count;
@@ -266,7 +270,7 @@ export function buildStore(x: RecordExtractor, generatedAt: number): { columns: 
     cityJsonEn: packStrings(x.cities.map((k) => JSON.stringify(k.en))),
   };
   const meta: StoreMeta = {
-    generatedAt, services: [...services], countries, cities: x.cities,
+    generatedAt, contentHash, services: [...services], countries, cities: x.cities,
     skipped: x.skipped, duplicates: m - rows, skipReasons: x.skipReasons, maxPingText: maxPing,
   };
   return { columns, meta };

@@ -65,6 +65,8 @@ export interface StoreColumns {
 /** The small, non-typed-array part of a build, cloned between threads. */
 export interface StoreMeta {
   generatedAt: number;
+  /** SHA-256 of the snapshot's bytes, base64url. */
+  contentHash: string;
   services: string[];
   /** Country codes by id, upper case. */
   countries: string[];

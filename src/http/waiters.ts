@@ -1,0 +1,197 @@
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/log.js';
+import type { Tagger } from '../query/etag.js';
+import { planKey, type Plan } from '../query/plan.js';
+import type { QueryMemo } from '../query/query-memo.js';
+import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
+import type { Store } from '../store/store.js';
+import { answerHeaders, answerWith, type Validators } from './answer.js';
+import type { BodySources } from './bodies.js';
+import type { Encoding } from './encoding.js';
+import type { Exchange } from './exchange.js';
+import type { Source } from './production.js';
+import type { Headers, Sender } from './sender.js';
+
+/** How often held requests are looked at: deadlines, and the second turning (rows leave the window on whole seconds). */
+const TICK_MS = 100;
+export const MAX_WAIT_S = 60;
+
+type MemoEntry = ReturnType<QueryMemo['read']>;
+
+/** A request held until its answer changes or its wait runs out. */
+interface Held {
+  ex: Exchange;
+  group: Group;
+  encoding: Encoding | null;
+  rate: Headers;
+  /** The ETag it matched, which its 304 carries. */
+  etag: string;
+  /** performance.now() at which it is answered 304. */
+  deadlineMs: number;
+  done: boolean;
+}
+
+/** The held requests of one query whose answer had one tag: they wake together, and share one body. */
+interface Group {
+  key: string;
+  memo: MemoEntry;
+  plan: Plan;
+  store: Store;
+  tag: string;
+  members: Set<Held>;
+}
+
+/**
+ * Requests with `wait` whose If-None-Match matched (API.md 5.4). The tags of
+ * the queries held are worked out again when a snapshot is swapped in, and
+ * each time the clock enters a new second (rows leave the window then); a
+ * query whose tag changed wakes its requests with the new body, produced
+ * once per content coding for all of them. A request whose wait runs out
+ * gets its 304; one whose client goes away is dropped at once.
+ */
+export class Waiters {
+  private readonly groups = new Map<string, Group>();
+  /** Per wait in seconds, held requests in order of arrival: so also of deadline. */
+  private readonly byWait: Held[][] = Array.from({ length: MAX_WAIT_S + 1 }, () => []);
+  private ticker: NodeJS.Timeout | null = null;
+  private second = -1;
+  /** Requests held now. */
+  count = 0;
+  /** Released requests still in `byWait`, dropped from the queues' heads as their deadlines pass, or all at once when they outnumber the held ones. */
+  private stale = 0;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly feed: SnapshotFeed,
+    private readonly queries: QueryMemo,
+    private readonly tagger: Tagger,
+    private readonly bodies: BodySources,
+    private readonly sender: Sender,
+    private readonly log: Logger,
+  ) {
+    feed.onSwap(() => this.check());
+  }
+
+  /**
+   * Holds `ex`, whose If-None-Match matched `etag`, until the selection of
+   * `plan` no longer has tag `tag`, for `plan.wait` seconds at most.
+   */
+  hold(ex: Exchange, memo: MemoEntry, plan: Plan, store: Store, tag: string, etag: string, encoding: Encoding | null, rate: Headers): void {
+    const key = `${tag}|${planKey(plan)}`;
+    let group = this.groups.get(key);
+    if (!group) this.groups.set(key, (group = { key, memo, plan, store, tag, members: new Set() }));
+    const held: Held = { ex, group, encoding, rate, etag, deadlineMs: performance.now() + plan.wait! * 1000, done: false };
+    group.members.add(held);
+    this.byWait[plan.wait!].push(held);
+    this.count++;
+    ex.onAbort(() => this.release(held));
+    if (this.ticker === null) {
+      this.second = Math.floor(this.clock.nowMs() / 1000);
+      this.ticker = setInterval(() => this.tick(), TICK_MS);
+    }
+  }
+
+  /** Answers every held request now, as unchanged (at shutdown). */
+  answerAll(): void {
+    for (const group of [...this.groups.values()]) for (const held of [...group.members]) this.notModified(held);
+    this.stopTicking();
+  }
+
+  private tick(): void {
+    const now = performance.now();
+    for (const queue of this.byWait) {
+      let i = 0;
+      while (i < queue.length && (queue[i].done || queue[i].deadlineMs <= now)) {
+        if (!queue[i].done) this.notModified(queue[i]);
+        i++;
+      }
+      // Every entry passed is released by now.
+      if (i > 0) {
+        queue.splice(0, i);
+        this.stale -= i;
+      }
+    }
+    if (this.stale > 1024 && this.stale > this.count) {
+      for (let w = 0; w < this.byWait.length; w++) this.byWait[w] = this.byWait[w].filter((h) => !h.done);
+      this.stale = 0;
+    }
+    const second = Math.floor(this.clock.nowMs() / 1000);
+    if (second !== this.second) {
+      this.second = second;
+      this.check();
+    }
+    if (this.count === 0) this.stopTicking();
+  }
+
+  /** Wakes the groups whose answer changed. */
+  private check(): void {
+    const store = this.feed.current;
+    if (!store || this.groups.size === 0) return;
+    const nowMs = this.clock.nowMs();
+    for (const group of [...this.groups.values()]) {
+      try {
+        const parsed = this.queries.plan(group.memo, store.meta.services);
+        if (!parsed.ok) {
+          // The new snapshot no longer has a service the query names.
+          for (const held of this.take(group)) this.sender.error(held.ex, '400 Bad Request', parsed.message, held.rate);
+          continue;
+        }
+        const plan = parsed.plan;
+        const end = store.prefixEnd(Math.floor(nowMs / 1000) - plan.time);
+        if (this.tagger.selectionTag(store, plan, end) !== group.tag) this.wake(group, store, plan, end, nowMs);
+        else {
+          // The same answer, perhaps from a new snapshot of the same content: its 304 names that one.
+          group.store = store;
+          group.plan = plan;
+        }
+      } catch (err) {
+        this.log.error({ event: 'held_request_failed', err }, 'answering held requests failed');
+        for (const held of this.take(group)) this.sender.error(held.ex, '500 Internal Server Error', 'Internal server error');
+      }
+    }
+  }
+
+  /** Answers a group's requests with the new body: one source per content coding (each random order its own). */
+  private wake(group: Group, store: Store, plan: Plan, end: number, nowMs: number): void {
+    const shared = new Map<Encoding | 'identity', Source>();
+    for (const held of this.take(group)) {
+      const coding = held.encoding ?? 'identity';
+      let source = plan.sort === 'random' ? undefined : shared.get(coding);
+      if (!source) shared.set(coding, (source = this.bodies.source(store, plan, end, nowMs, held.encoding, true)));
+      const v: Validators = { etag: this.tagger.etag(store, plan, end), store, rate: held.rate };
+      answerWith(this.sender, held.ex, plan, source, v);
+    }
+  }
+
+  /** Takes a group's requests out, to be answered now. */
+  private take(group: Group): Held[] {
+    const members = [...group.members];
+    for (const held of members) this.release(held);
+    return members.filter((h) => !h.ex.aborted);
+  }
+
+  private notModified(held: Held): void {
+    const { group } = held;
+    this.release(held);
+    if (held.ex.aborted) return;
+    const v: Validators = { etag: held.etag, store: group.store, rate: held.rate };
+    this.sender.notModified(held.ex, answerHeaders(group.plan, null, v));
+  }
+
+  /** No longer held: answered, or its client went away. */
+  private release(held: Held): void {
+    if (held.done) return;
+    held.done = true;
+    this.count--;
+    this.stale++;
+    held.ex.onAbort(null);
+    const group = held.group;
+    group.members.delete(held);
+    if (group.members.size === 0) this.groups.delete(group.key);
+  }
+
+  private stopTicking(): void {
+    if (this.ticker) clearInterval(this.ticker);
+    this.ticker = null;
+  }
+}

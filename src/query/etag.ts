@@ -1,0 +1,62 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Store } from '../store/store.js';
+import { execute } from './execute.js';
+import { planKey, type Plan } from './plan.js';
+import type { QueryScratch } from './scratch.js';
+
+/** Characters of the hash in a tag: 132 bits, base64url. */
+const TAG_CHARS = 22;
+
+interface Remembered {
+  store: Store;
+  end: number;
+  tag: string;
+}
+
+/**
+ * The ETags of /api answers (API.md 5.4), worked out from the selection,
+ * never from the body's bytes: a hash of the snapshot's content, the plan's
+ * canonical key, and what identifies the selected rows.
+ *
+ * Within one snapshot the window only narrows as time passes, and the
+ * matches of a window are a prefix of the snapshot's matches in row order.
+ * So for the default order, and for counts, the number of rows selected
+ * identifies them: a count-limited query keeps its tag while its rows stay in
+ * the window, and a full-window one changes as soon as a row leaves. Sorted
+ * by ping or works, a row leaving the window may be replaced by another at
+ * the same position: those tags hash the selected row numbers themselves.
+ *
+ * Nothing here depends on the process, so instances that load the same file
+ * agree. Each plan remembers its last tag with the store and window it was
+ * worked out for: polling clients cost one lookup.
+ */
+export class Tagger {
+  private readonly remembered = new WeakMap<Plan, Remembered>();
+
+  constructor(private readonly scratch: QueryScratch) {}
+
+  /** The tag of what `plan` selects on `store` in the window ending at row `end` (`sort=random`: of its matches). */
+  selectionTag(store: Store, plan: Plan, end: number): string {
+    const r = this.remembered.get(plan);
+    if (r !== undefined && r.store === store && r.end === end) return r.tag;
+    const tag = this.compute(store, plan, end);
+    this.remembered.set(plan, { store, end, tag });
+    return tag;
+  }
+
+  /** The ETag header of an answer: every random order has one of its own. */
+  etag(store: Store, plan: Plan, end: number): string {
+    const tag = this.selectionTag(store, plan, end);
+    return plan.sort === 'random' ? `W/"${tag}${randomBytes(9).toString('base64url')}"` : `W/"${tag}"`;
+  }
+
+  private compute(store: Store, plan: Plan, end: number): string {
+    const sorted = plan.sort === 'ping' || plan.sort === 'works';
+    // A random order's matches are those of the default order without paging.
+    const selected = plan.sort === 'random' ? { ...plan, sort: null, offset: null, count: null, format: 'array' as const } : plan;
+    const n = execute(store, selected, end, this.scratch);
+    const h = createHash('sha256').update(store.meta.contentHash).update('\0').update(planKey(plan)).update('\0').update(String(n));
+    if (sorted) h.update(this.scratch.rows.subarray(0, n));
+    return h.digest('base64url').slice(0, TAG_CHARS);
+  }
+}
