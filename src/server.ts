@@ -50,6 +50,7 @@ export interface RunningServer {
   keys: KeysFeed;
   cache: ResponseCache;
   bodies: BodySources;
+  waiters: Waiters;
   limiter: MemoryLimiter;
   log: Logger;
   /** Stops accepting, lets bodies in flight finish (10 s at most), then closes. */
@@ -139,5 +140,5 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       (app as unknown as { close(): void }).close();
       log.info({ event: 'stopped' }, 'stopped');
     })());
-  return { port, feed, keys, cache, bodies, limiter, log, stop, saveState: () => state?.flush() };
+  return { port, feed, keys, cache, bodies, waiters, limiter, log, stop, saveState: () => state?.flush() };
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { parseAddress, type AddressSet } from '../access/address.js';
 import type { Logger } from '../core/log.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
@@ -13,6 +14,9 @@ type UwsHandler = (res: HttpResponse, req: HttpRequest) => void;
 const byMethod = (head: UwsHandler, other: UwsHandler): UwsHandler => (res, req) => (req.getMethod() === 'head' ? head : other)(res, req);
 
 const JSON_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-store']] as const;
+/** The OpenAPI document of the service (API.md 7), as the repository holds it. */
+const OPENAPI = readFileSync(new URL('../../../openapi.json', import.meta.url));
+const OPENAPI_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-cache']] as const;
 
 export interface AppDeps extends ApiDeps {
   log: Logger;
@@ -79,6 +83,7 @@ export function createApp(deps: AppDeps): TemplatedApp {
       },
     );
   };
+  const openapi: Handler = (ex) => sender.bytes(ex, '200 OK', OPENAPI_HEADERS, OPENAPI);
   const notAllowed: Handler = (ex, req) => {
     if (targetTooLong(req.getUrl(), req.getQuery())) return sender.error(ex, '414 URI Too Long', 'Request URI too long');
     sender.error(ex, '405 Method Not Allowed', 'Method not allowed', [['Allow', 'GET, HEAD']]);
@@ -89,7 +94,7 @@ export function createApp(deps: AppDeps): TemplatedApp {
   };
 
   const app = loadUws().App();
-  for (const [path, handler] of [['/api', api], ['/health', health], ['/metrics', metrics]] as const) {
+  for (const [path, handler] of [['/api', api], ['/health', health], ['/metrics', metrics], ['/openapi.json', openapi]] as const) {
     const route = account(path);
     app.get(path, guarded(route, path, false, handler));
     // HEAD is not routed to get(): it needs its own route.

@@ -2,6 +2,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
+import { assertDocumented } from '../helpers/openapi.js';
 import { randomQueries } from '../helpers/random-queries.js';
 import { TEST_KEY, TEST_NOW_S, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -33,7 +34,7 @@ for (const cache of [true, false]) {
   });
   test.after((ctx) => ctx.t.close());
 
-  test(`${QUERIES} generated queries give the reference's bytes and headers`, async ({ t }) => {
+  test(`${QUERIES} generated queries give the reference's bytes and headers, as the OpenAPI document describes them`, async ({ t }) => {
     const nowMs = t.clock.nowMs();
     let nonEmpty = 0;
     for (const q of queries) {
@@ -46,8 +47,12 @@ for (const cache of [true, false]) {
       assert.is(res.headers.get('cache-control'), 'private, no-cache');
       assert.is(res.headers.get('vary'), 'Accept-Encoding');
       if (body !== want.body) assert.fixture(body, want.body, `body of ?${q}`);
+      assertDocumented(q, res, body);
       if (want.body.length > 4) nonEmpty++;
     }
+    // At least 1,000 of them use the client extensions (API.md 5), mixed with the rest.
+    const extended = queries.filter((q) => /(^|&)(port|sort|offset)=|get=stats/i.test(q)).length;
+    assert.ok(extended >= 1000, `${extended} queries use port, sort, offset or stats`);
     // The generator must exercise both matches and no-matches.
     assert.ok(nonEmpty > QUERIES / 2, `only ${nonEmpty} queries matched anything`);
     assert.ok(nonEmpty < QUERIES, 'no query was a no-match');

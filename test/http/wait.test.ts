@@ -1,0 +1,139 @@
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { writeFileAtomic } from '../../src/core/atomic-write.js';
+import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { exitWithin, freePort, runCli, untilReady } from '../helpers/cli.js';
+import { TEST_KEY, TEST_NOW_S, UNLIMITED, eventually, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+
+/** `wait` (API.md 5.4): a conditional request held until its answer changes. */
+const records = generateRecords({ records: 3000, seed: 71, now: TEST_NOW_S });
+// Rows of a country of their own that leave the default window one per second, from 1 s on.
+const leaving = records.slice(0, 30).map((r, i) => ({ ...r, country: 'ZW', ip: `198.51.100.${i + 1}`, checked_at: TEST_NOW_S - 600 + i }));
+const first = encodeSnapshot([...records.filter((r) => r.country.toUpperCase() !== 'ZW'), ...leaving], TEST_NOW_S);
+const second = encodeSnapshot(generateRecords({ records: 3000, seed: 72, now: TEST_NOW_S }), TEST_NOW_S + 1);
+
+const test = suite<{ t: TestServer }>('wait');
+test.before(async (ctx) => {
+  // The cache off: held requests that wake together must still share one production.
+  ctx.t = await startTestServer({ snapshot: first, options: { cacheBytes: 0 } });
+});
+test.after((ctx) => ctx.t.close());
+
+const url = (t: TestServer, q: string) => `${t.base}/api?key=${TEST_KEY}&${q}`;
+const tagOf = async (t: TestServer, q: string): Promise<string> => {
+  const res = await fetch(url(t, q));
+  await res.arrayBuffer();
+  return res.headers.get('etag')!;
+};
+const held = (t: TestServer, q: string, etag: string, signal?: AbortSignal) => {
+  const started = performance.now();
+  return fetch(url(t, q), { headers: { 'if-none-match': etag }, signal }).then(async (res) => ({ res, body: await res.text(), ms: performance.now() - started }));
+};
+
+test('no change: 304 once the wait runs out, and not before', async ({ t }) => {
+  const q = 'time=99999&count=5';
+  const { res, body, ms } = await held(t, `${q}&wait=1`, await tagOf(t, q));
+  assert.is(res.status, 304);
+  assert.is(body, '');
+  assert.ok(ms >= 950 && ms < 1500, `answered after ${Math.round(ms)} ms`);
+  assert.is(res.headers.get('etag'), await tagOf(t, q));
+});
+
+test('rows leaving the window: 200 with the new body within about a second', async ({ t }) => {
+  const q = 'country=zw';
+  const etag = await tagOf(t, q);
+  const answer = held(t, `${q}&wait=10`, etag);
+  await eventually(() => t.server.waiters.count === 1, 2000, 'the request held');
+  await new Promise((r) => setTimeout(r, 300));
+  const leftAt = performance.now();
+  t.clock.advance(1000);
+  const { res, body } = await answer;
+  const after = performance.now() - leftAt;
+  assert.is(res.status, 200);
+  assert.ok(after < 1000, `answered ${Math.round(after)} ms after a row left`);
+  assert.is(body, await (await fetch(url(t, q))).text());
+  assert.is.not(res.headers.get('etag'), etag);
+});
+
+test('a new snapshot renamed in: every held request gets the new body within 1.5 s, from one production', async ({ t }) => {
+  const q = 'get=json&time=99999';
+  const etag = await tagOf(t, q);
+  const answers = Array.from({ length: 20 }, () => held(t, `${q}&wait=30`, etag));
+  await eventually(() => t.server.waiters.count === 20, 2000, 'the requests held');
+  const productions = t.server.bodies.productions;
+  const renamedAt = performance.now();
+  writeFileAtomic(t.snapshot, second);
+  const got = await Promise.all(answers.map((a) => a.then((g) => ({ ...g, at: performance.now() - renamedAt }))));
+  const latest = Math.max(...got.map((g) => g.at));
+  assert.ok(latest < 1500, `answered within ${Math.round(latest)} ms of the rename`);
+  const now = await (await fetch(url(t, q))).text();
+  for (const g of got) {
+    assert.is(g.res.status, 200);
+    assert.is(g.res.headers.get('snapshot-generated-at'), String(TEST_NOW_S + 1));
+    assert.is(g.body, now);
+  }
+  // One production for the 20, and one for the request made after them.
+  assert.is(t.server.bodies.productions - productions, 2);
+});
+
+test('40 clients that give up mid-wait are dropped at once; the server serves on', async ({ t }) => {
+  const q = 'time=99999&count=7';
+  const etag = await tagOf(t, q);
+  const controllers = Array.from({ length: 40 }, () => new AbortController());
+  const answers = controllers.map((c) => held(t, `${q}&wait=60`, etag, c.signal).catch((err: Error) => err.name));
+  await eventually(() => t.server.waiters.count === 40, 2000, 'the requests held');
+  for (const c of controllers) c.abort();
+  assert.equal(new Set(await Promise.all(answers)), new Set(['AbortError']));
+  await eventually(() => t.server.waiters.count === 0, 2000, 'the held requests dropped');
+  const res = await fetch(url(t, q));
+  assert.is(res.status, 200);
+  assert.is(res.headers.get('etag'), etag);
+  await res.arrayBuffer();
+});
+
+test('wait without a matching If-None-Match answers at once', async ({ t }) => {
+  const started = performance.now();
+  const res = await fetch(url(t, 'count=3&wait=30'), { headers: { 'if-none-match': 'W/"nothing"' } });
+  assert.is(res.status, 200);
+  await res.arrayBuffer();
+  assert.ok(performance.now() - started < 1000);
+});
+
+test.run();
+
+const shutdown = suite('wait at shutdown');
+
+shutdown('SIGTERM answers held requests at once, and the process exits', async () => {
+  const dir = tempDir();
+  try {
+    const file = join(dir, 'snapshot.msgpack');
+    const keys = join(dir, 'keys.json');
+    const now = Math.floor(Date.now() / 1000);
+    writeFileAtomic(file, encodeSnapshot(generateRecords({ records: 500, seed: 73, now }), now));
+    writeFileSync(keys, JSON.stringify({ keys: [{ key: 'k', limits: UNLIMITED }] }));
+    const port = await freePort();
+    const child = runCli(['serve', '--snapshot', file, '--keys', keys, '--port', port, '--host', '127.0.0.1']);
+    try {
+      await untilReady(port);
+      const q = `http://127.0.0.1:${port}/api?key=k&time=99999&count=4`;
+      const first = await fetch(q);
+      await first.arrayBuffer();
+      const answers = Array.from({ length: 5 }, () => fetch(`${q}&wait=60`, { headers: { 'if-none-match': first.headers.get('etag')! } }));
+      await new Promise((r) => setTimeout(r, 500));
+      const stoppedAt = performance.now();
+      child.proc.kill('SIGTERM');
+      const statuses = await Promise.all(answers.map((a) => a.then((r) => r.status)));
+      assert.equal(statuses, [304, 304, 304, 304, 304]);
+      assert.ok(performance.now() - stoppedAt < 2000, 'answered at once');
+      assert.is(await exitWithin(child, 15_000), 0);
+    } finally {
+      child.proc.kill('SIGKILL');
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+shutdown.run();
