@@ -2,6 +2,7 @@
  * The engine in process, on a 1,000,000-record store (T4 to T6):
  * - a selective query with count=100 (median of 10,000);
  * - sort=ping and sort=works with count=100 (median of 10,000), and the memory of those orders;
+ * - get=stats over the default window and over every record (X2), and the ETag of a full dump worked out anew;
  * - the full txt dump of every record;
  * - the full JSON dump (pretty=1), against JSON.stringify of the same objects.
  * Run: npm run bench:engine [-- --records N]
@@ -14,6 +15,9 @@ import { readQuery } from '../src/query/query-string.js';
 import { parsePlan } from '../src/query/parse.js';
 import { execute } from '../src/query/execute.js';
 import { QueryScratch } from '../src/query/scratch.js';
+import { countStats } from '../src/query/stats.js';
+import { Tagger } from '../src/query/etag.js';
+import { statsJson } from '../src/render/stats.js';
 import { renderBody } from '../src/render/body.js';
 import { OutputBuffer } from '../src/render/output-buffer.js';
 import { loadSnapshotFile } from '../src/snapshot/decode.js';
@@ -51,6 +55,32 @@ const selective = timed('type=http&country=us&count=100', 10_000);
 const selectiveJson = timed('type=socks5&anon=elite&country=us,de&count=50&get=json', 10_000);
 const byPing = timed('sort=ping&count=100', 10_000);
 const byWorks = timed('sort=works&count=100', 10_000);
+/** get=stats, counted and written: what a request that misses the cache costs. */
+const stats = (query: string, times: number) => {
+  const parsed = parsePlan(readQuery(query), store.meta.services);
+  if (!parsed.ok) throw new Error(parsed.message);
+  const plan = parsed.plan;
+  const once = () => {
+    const t0 = performance.now();
+    const counts = countStats(store, plan, store.prefixEnd(now - plan.time), scratch);
+    const body = statsJson(counts, store.meta.services, plan.pretty);
+    return { ms: performance.now() - t0, count: counts.count, bytes: body.length };
+  };
+  for (let i = 0; i < 5; i++) once();
+  const runs = Array.from({ length: times }, once);
+  return { median_ms: median(runs.map((r) => r.ms)), count: runs[0].count };
+};
+const statsWindow = stats('get=stats', 50);
+const statsAll = stats('get=stats&time=99999999', 50);
+// A tag is remembered per plan and window: each run here is a new plan, as after a swap or a window move.
+const tagger = new Tagger(scratch);
+const tagRuns = Array.from({ length: 50 }, () => {
+  const parsed = parsePlan(readQuery('time=99999999&get=json'), store.meta.services);
+  if (!parsed.ok) throw new Error(parsed.message);
+  const t0 = performance.now();
+  tagger.etag(store, parsed.plan, store.rows);
+  return performance.now() - t0;
+});
 const txtDump = timed('time=99999999', 15);
 const jsonDump = timed('time=99999999&get=json', 5);
 
@@ -78,6 +108,10 @@ const result = {
   X1_sort_ping_count100_us: Math.round(byPing.median_ms * 10000) / 10,
   X1_sort_works_count100_us: Math.round(byWorks.median_ms * 10000) / 10,
   X3_sort_orders_mb: Math.round((store.c.byPing.byteLength + store.c.byWorks.byteLength) / 1e5) / 10,
+  X2_stats_default_window_ms: Math.round(statsWindow.median_ms * 100) / 100,
+  stats_default_window_records: statsWindow.count,
+  stats_every_record_ms: Math.round(statsAll.median_ms * 100) / 100,
+  etag_of_full_dump_us: Math.round(median(tagRuns) * 10000) / 10,
   T5_full_txt_dump_ms: Math.round(txtDump.median_ms * 10) / 10,
   full_txt_bytes: txtDump.bytes,
   T6_full_json_dump_ms: Math.round(jsonDump.median_ms),

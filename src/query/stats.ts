@@ -4,6 +4,9 @@ import { execute } from './execute.js';
 import type { Plan } from './plan.js';
 import type { QueryScratch } from './scratch.js';
 
+/** Snapshots with at most this many services are tallied per set of services (a table of 2^n counts). */
+const MAX_MASK_BITS = 12;
+
 /** The counts of get=stats (API.md 5.3), over the records that match every filter. */
 export interface StatsCounts {
   count: number;
@@ -24,18 +27,26 @@ export function countStats(store: Store, plan: Plan, end: number, scratch: Query
   const n = execute(store, plan, end, scratch);
   const rows = scratch.rows;
   const { type, anon, country, services } = store.c;
-  const types = new Array<number>(TYPES.length).fill(0);
-  const anons = new Array<number>(ANONS.length).fill(0);
-  const byCountry = new Uint32Array(store.meta.countries.length);
   const serviceCount = store.meta.services.length;
+  // One increment per breakdown and row: type and anonymity as one pair, services as their whole set (bit masks, expanded below).
+  const byPair = new Uint32Array(TYPES.length * ANONS.length);
+  const byCountry = new Uint32Array(store.meta.countries.length);
+  const byMask = serviceCount <= MAX_MASK_BITS ? new Uint32Array(1 << serviceCount) : null;
   const byService = new Uint32Array(32);
   for (let i = 0; i < n; i++) {
     const r = rows[i];
-    types[type[r]]++;
-    anons[anon[r]]++;
+    byPair[type[r] * ANONS.length + anon[r]]++;
     byCountry[country[r]]++;
-    for (let bits = services[r]; bits !== 0; bits &= bits - 1) byService[31 - Math.clz32(bits & -bits)]++;
+    if (byMask) byMask[services[r]]++;
+    else for (let bits = services[r]; bits !== 0; bits &= bits - 1) byService[31 - Math.clz32(bits & -bits)]++;
   }
+  if (byMask) {
+    byMask.forEach((count, mask) => {
+      for (let bits = mask; bits !== 0; bits &= bits - 1) byService[31 - Math.clz32(bits & -bits)] += count;
+    });
+  }
+  const types = TYPES.map((_, t) => ANONS.reduce((sum, _a, a) => sum + byPair[t * ANONS.length + a], 0));
+  const anons = ANONS.map((_, a) => TYPES.reduce((sum, _t, t) => sum + byPair[t * ANONS.length + a], 0));
   const countries: Array<[string, number]> = [];
   byCountry.forEach((count, id) => {
     if (count > 0) countries.push([store.meta.countries[id], count]);
