@@ -34,8 +34,11 @@ export async function demoCommand(args: string[]): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'proxylist-demo-'));
   const snapshot = join(dir, 'snapshot.msgpack');
   const keys = join(dir, 'keys.json');
+  // One key without limits, for trying every example back to back; one with the default limits, to see them work.
   const key = randomKey();
-  writeFileSync(keys, JSON.stringify({ keys: [{ sha256: sha256Hex(key), name: 'demo' }] }, null, 2));
+  const limited = randomKey();
+  const unlimited = { per_window: null, daily: null, subnets: null };
+  writeFileSync(keys, JSON.stringify({ keys: [{ sha256: sha256Hex(key), name: 'demo', limits: unlimited }, { sha256: sha256Hex(limited), name: 'demo-limited' }] }, null, 2));
   let seed = 1;
   const publish = (): void => writeFileAtomic(snapshot, generateSnapshot({ records: DEMO_RECORDS, seed: seed++ }));
   publish();
@@ -50,9 +53,11 @@ export async function demoCommand(args: string[]): Promise<void> {
   process.stdout.write(
     [
       `proxylist demo: ${server.feed.current?.rows ?? 0} generated proxies, republished every ${REPUBLISH_MS / 1000} s`,
-      `demo key: ${key}`,
+      `demo key: ${key}   (no limits: K=${key} for the README's examples)`,
+      `limited key: ${limited}   (the default limits: 2 requests per 5 s, 34,560 a day, 10 subnets a day)`,
       `try:      curl '${base}/api?key=${key}&type=socks5&count=5'`,
       `          curl '${base}/api?key=${key}&get=json&country=us,de&count=2'`,
+      `          curl -i '${base}/api?key=${limited}&count=1'   (the third within 5 s gets 429)`,
       `health:   curl '${base}/health'`,
       'Ctrl+C stops it.',
       '',

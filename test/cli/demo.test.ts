@@ -28,6 +28,12 @@ test('answers a request for its printed key within 10 s of starting', async () =
     assert.is(body.trim().split('\n').length, 5, 'count=5 lines');
     assert.ok(Date.now() - started < 10_000, `answered after ${Date.now() - started} ms`);
     assert.is((await fetch(`http://127.0.0.1:${port}/api?key=wrong${key}`)).status, 401);
+    // The demo key has no limits: the README's examples run back to back; the limited key has the defaults.
+    for (let i = 0; i < 5; i++) assert.is((await fetch(curl)).status, 200);
+    const limited = /limited key: (\S+)/.exec(out)![1];
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await fetch(`http://127.0.0.1:${port}/api?key=${limited}&count=1`)).status);
+    assert.equal(statuses, [200, 200, 429]);
   } finally {
     process.kill(-child.pid!, 'SIGTERM');
     await new Promise((r) => child.on('exit', r));
