@@ -3,12 +3,11 @@
  * three limits, the RateLimit fields) per request, and the memory per key
  * with 100,000 active keys. Run: npm run bench:access
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { parseAddress, subnetOf } from '../src/access/address.js';
 import { KeyTable } from '../src/access/keys.js';
 import { MemoryLimiter } from '../src/access/limiter.js';
 import { rateLimitHeaders } from '../src/access/rate-limit-headers.js';
+import { writeResult } from './harness.js';
 
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
 const N = 200_000;
@@ -55,4 +54,4 @@ gc();
 const perKey = (process.memoryUsage().heapUsed - before) / keys.length;
 const memory = { active_keys: limiter.trackedKeys, limiter_bytes_per_key: Math.round(perKey) };
 console.log(JSON.stringify(memory));
-writeFileSync(join('bench', 'results', 'access-check.json'), JSON.stringify({ date: new Date().toISOString(), rows, memory }, null, 2) + '\n');
+writeResult('access-check', { date: new Date().toISOString(), rows, memory }, false);

@@ -12,12 +12,12 @@
  * Run: npm run bench:burst [-- --quick]   (--quick: 200,000 records, 1 run)
  */
 import { type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../test/helpers/cli.js';
-import { BENCH_KEY, CLI, captureBodies, generateSnapshot, median, sleep, startPinned, startWrk, stop, waitFor, wrk, writeBenchKeys, type WrkResult } from './harness.js';
+import { BENCH_KEY, CLI, captureBodies, generateSnapshot, median, sleep, startPinned, startWrk, stop, waitFor, wrk, writeBenchKeys, type WrkResult, writeResult } from './harness.js';
 
 const quick = process.argv.includes('--quick');
 const RUNS = quick ? 1 : 3;
@@ -112,8 +112,7 @@ try {
   const results = [];
   for (const c of cases) results.push(await runCase(c, work));
   const doc = { date: new Date().toISOString(), cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, runs: RUNS, seconds: SECONDS, small_queries: SMALL, results };
-  mkdirSync('bench/results', { recursive: true });
-  writeFileSync(join('bench', 'results', quick ? 'burst-quick.json' : 'burst.json'), JSON.stringify(doc, null, 2) + '\n');
+  writeResult(quick ? 'burst-quick' : 'burst', doc, false);
   console.log('| records | contender | big bodies/s | MB/s | small p50 ms | small p99 ms | peak RSS MB | longest loop delay ms | errors |\n|---|---|---|---|---|---|---|---|---|');
   for (const r of results as Array<{ records: number; rows: Row[] }>) {
     for (const row of r.rows) console.log(`| ${r.records.toLocaleString('en')} | ${row.name} | ${row.big_rps} | ${row.big_mb_per_s} | ${row.small_p50_ms} | ${row.small_p99_ms} | ${row.peak_rss_mb} | ${row.loop_delay_max_ms ?? '-'} | ${row.errors} |`);

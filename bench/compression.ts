@@ -7,7 +7,7 @@
  * Run: npm run bench:compression [-- --quick]   (--quick: 100,000 records only)
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
@@ -19,7 +19,7 @@ import { renderBody } from '../src/render/body.js';
 import { OutputBuffer } from '../src/render/output-buffer.js';
 import { loadSnapshotFile } from '../src/snapshot/decode.js';
 import { Store } from '../src/store/store.js';
-import { CLI } from './harness.js';
+import { CLI, writeResult } from './harness.js';
 
 const sizes = process.argv.includes('--quick') ? [100_000] : [100_000, 1_000_000];
 const now = Math.floor(Date.now() / 1000);
@@ -69,8 +69,7 @@ try {
     }
   }
   const doc = { date: new Date().toISOString(), cpu: cpus()[0]?.model, node: process.version, results };
-  mkdirSync('bench/results', { recursive: true });
-  writeFileSync(join('bench', 'results', 'compression.json'), JSON.stringify(doc, null, 2) + '\n');
+  writeResult('compression', doc, false);
   console.log('| records | query | codec | plain MB | encoded MB | ratio | MB/s | ms |\n|---|---|---|---|---|---|---|---|');
   for (const r of results) console.log(`| ${r.records} | ${r.query} | ${r.codec} | ${r.plain_mb} | ${r.encoded_mb} | ${r.ratio} | ${r.mb_per_s} | ${r.ms} |`);
 } finally {

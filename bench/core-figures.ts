@@ -4,9 +4,10 @@
  * Run: npm run bench:core   (node --expose-gc, so RSS is read after a GC)
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { writeResult } from './harness.js';
 import { readQuery } from '../src/query/query-string.js';
 import { parsePlan } from '../src/query/parse.js';
 import { execute } from '../src/query/execute.js';
@@ -72,7 +73,7 @@ try {
     results[`snapshot_${records}`] = row;
     console.log(JSON.stringify(row));
   }
-  writeFileSync(join('bench', 'results', 'core-figures.json'), JSON.stringify(results, null, 2) + '\n');
+  writeResult('core-figures', results, false);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -8,7 +8,7 @@
  * Run: npm run bench:engine [-- --records N]
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readQuery } from '../src/query/query-string.js';
@@ -23,7 +23,7 @@ import { OutputBuffer } from '../src/render/output-buffer.js';
 import { loadSnapshotFile } from '../src/snapshot/decode.js';
 import { Store } from '../src/store/store.js';
 import { NaiveEngine } from '../test/reference/naive-engine.js';
-import { CLI, median } from './harness.js';
+import { CLI, median, writeResult } from './harness.js';
 
 const arg = process.argv.indexOf('--records');
 const records = arg > 0 ? Number(process.argv[arg + 1]) : 1_000_000;
@@ -119,6 +119,5 @@ const result = {
   T6_speedup_vs_stringify: Math.round((stringifyMs / jsonDump.median_ms) * 100) / 100,
   full_json_bytes: jsonDump.bytes,
 };
-console.log(JSON.stringify(result, null, 2));
-writeFileSync(join('bench', 'results', `engine-${records}.json`), JSON.stringify(result, null, 2) + '\n');
+writeResult(`engine-${records}`, result);
 rmSync(dir, { recursive: true, force: true });

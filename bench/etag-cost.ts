@@ -9,11 +9,11 @@
  * Run: npm run bench:etag [-- --baseline REV]
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freePorts } from '../test/helpers/cli.js';
-import { BENCH_KEY, CLI, generateSnapshot, median, startPinned, stop, waitFor, wrk, writeBenchKeys, type WrkOptions } from './harness.js';
+import { BENCH_KEY, CLI, generateSnapshot, median, startPinned, stop, waitFor, wrk, writeBenchKeys, type WrkOptions, writeResult } from './harness.js';
 import { SMALL_MIX } from './mix.js';
 
 const arg = process.argv.indexOf('--baseline');
@@ -56,8 +56,7 @@ try {
       X5_etag_vs_baseline: Math.round((rps[0] / rps[1]) * 100) / 100,
       X5_if_none_match_vs_none: Math.round((rps[2] / rps[0]) * 100) / 100,
     };
-    console.log(JSON.stringify(result, null, 2));
-    writeFileSync(join('bench', 'results', 'etag-cost.json'), JSON.stringify(result, null, 2) + '\n');
+    writeResult('etag-cost', result);
   } finally {
     await Promise.all(servers.map(stop));
   }

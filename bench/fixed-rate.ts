@@ -6,11 +6,11 @@
  * server's capacity understate its tail. Servers on core 0, wrk on core 1.
  * Run: npm run bench:rate
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BENCH_KEY, captureBodies, CLI, generateSnapshot, startPinned, stop, waitFor, wrk, writeBenchKeys } from './harness.js';
+import { BENCH_KEY, captureBodies, CLI, generateSnapshot, startPinned, stop, waitFor, wrk, writeBenchKeys, writeResult } from './harness.js';
 import { QUERY_MIX } from './mix.js';
 import { freePorts } from '../test/helpers/cli.js';
 
@@ -50,5 +50,5 @@ try {
   rmSync(work, { recursive: true, force: true });
 }
 const doc = { date: new Date().toISOString(), records: 100_000, connections: 64, seconds: 10, results };
-writeFileSync(join('bench', 'results', 'fixed-rate.json'), JSON.stringify(doc, null, 2) + '\n');
+writeResult('fixed-rate', doc, false);
 console.log(JSON.stringify(doc, null, 2));

@@ -1,6 +1,6 @@
 /** Shared pieces of the benchmarks: processes pinned to cores, readiness, wrk runs. */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +10,13 @@ export const WRK_LUA = fileURLToPath(new URL('../../bench/wrk/rotate.lua', impor
 export const BENCH_KEY = 'bench-key';
 export const SERVER_CORE = '0';
 export const LOAD_CORE = '1';
+
+/** Prints a benchmark's result and writes it to bench/results/NAME.json. */
+export function writeResult(name: string, result: unknown, print = true): void {
+  if (print) console.log(JSON.stringify(result, null, 2));
+  mkdirSync(join('bench', 'results'), { recursive: true });
+  writeFileSync(join('bench', 'results', `${name}.json`), JSON.stringify(result, null, 2) + '\n');
+}
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];

@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BENCH_KEY, CLI, captureBodies, type Captured, generateSnapshot, serverMemory, sleep, startPinned, stop, waitFor, wrkMedian, writeBenchKeys, type WrkResult } from './harness.js';
+import { BENCH_KEY, CLI, captureBodies, type Captured, generateSnapshot, serverMemory, sleep, startPinned, stop, waitFor, wrkMedian, writeBenchKeys, type WrkResult, writeResult } from './harness.js';
 import { QUERY_MIX } from './mix.js';
 import { freePorts } from '../test/helpers/cli.js';
 
@@ -156,8 +156,7 @@ try {
   const results = [];
   for (const size of sizes) results.push(await benchSize(size, work));
   const doc = { date: new Date().toISOString(), cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, runs: RUNS, seconds: SECONDS, connections: 64, mix: QUERY_MIX, results };
-  mkdirSync('bench/results', { recursive: true });
-  writeFileSync(join('bench', 'results', quick ? 'http-quick.json' : 'http.json'), JSON.stringify(doc, null, 2) + '\n');
+  writeResult(quick ? 'http-quick' : 'http', doc, false);
   console.log(`${doc.date}, ${doc.cores} cores (${doc.cpu}), Node ${doc.node}, wrk 1 thread x 64 connections, median of ${RUNS} x ${SECONDS} s\n`);
   for (const r of results) console.log(table(r as never) + '\n');
 } finally {

@@ -10,12 +10,12 @@
  * 3 runs of 10 s (1 run of 3 s with --quick).
  * Run: npm run bench:ratios [-- --quick] [-- --records N]
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../test/helpers/cli.js';
-import { BENCH_KEY, CLI, captureBodies, generateSnapshot, median, startPinned, stop, waitFor, wrk, writeBenchKeys, type WrkOptions, type WrkResult } from './harness.js';
+import { BENCH_KEY, CLI, captureBodies, generateSnapshot, median, startPinned, stop, waitFor, wrk, writeBenchKeys, type WrkOptions, type WrkResult, writeResult } from './harness.js';
 import { QUERY_MIX, SMALL_MIX } from './mix.js';
 
 const quick = process.argv.includes('--quick');
@@ -92,8 +92,7 @@ try {
   const results = [];
   for (const size of sizes) results.push(await runSize(size, work));
   const doc = { date: new Date().toISOString(), cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, runs: RUNS, seconds: SECONDS, connections: 64, results };
-  mkdirSync('bench/results', { recursive: true });
-  writeFileSync(join('bench', 'results', quick ? 'ratios-quick.json' : 'ratios.json'), JSON.stringify(doc, null, 2) + '\n');
+  writeResult(quick ? 'ratios-quick' : 'ratios', doc, false);
   console.log('| # | workload | records | proxylist req/s | ceiling req/s | ratio | proxylist p99 ms | ceiling p99 ms |\n|---|---|---|---|---|---|---|---|');
   for (const r of results) {
     for (const w of r.workloads) {

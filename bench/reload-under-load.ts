@@ -7,10 +7,10 @@
  * Run: npm run bench:reload-load
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BENCH_KEY, CLI, generateSnapshot, sleep, startPinned, startWrk, stop, waitFor, wrk, writeBenchKeys } from './harness.js';
+import { BENCH_KEY, CLI, generateSnapshot, sleep, startPinned, startWrk, stop, waitFor, wrk, writeBenchKeys, writeResult } from './harness.js';
 import { QUERY_MIX } from './mix.js';
 import { freePorts } from '../test/helpers/cli.js';
 
@@ -54,8 +54,7 @@ try {
     with_reloads: during,
     p99_ratio: Math.round((during.p99_ms / baseline.p99_ms) * 100) / 100,
   };
-  console.log(JSON.stringify(result, null, 2));
-  writeFileSync(join('bench', 'results', 'reload-under-load.json'), JSON.stringify(result, null, 2) + '\n');
+  writeResult('reload-under-load', result);
 } finally {
   await stop(server);
   rmSync(work, { recursive: true, force: true });

@@ -6,14 +6,14 @@
  * Run: npm run bench:reload [-- --records N]
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { systemClock } from '../src/core/clock.js';
 import { silentLogger } from '../src/core/log.js';
 import { SnapshotFeed } from '../src/snapshot/snapshot-feed.js';
-import { generateSnapshot, median, sleep } from './harness.js';
+import { generateSnapshot, median, sleep, writeResult } from './harness.js';
 
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
 const arg = process.argv.indexOf('--records');
@@ -78,8 +78,7 @@ try {
     T10_rss_peak_during_reloads_mb: mb(peak),
     peak_over_steady: Math.round((peak / steady) * 100) / 100,
   };
-  console.log(JSON.stringify(result, null, 2));
-  writeFileSync(join('bench', 'results', `reload-${records}.json`), JSON.stringify(result, null, 2) + '\n');
+  writeResult(`reload-${records}`, result);
 } finally {
   publisher.stdin!.end();
   await feed.close();

@@ -5,12 +5,12 @@
  * wrk on core 1, the slow client in this process.
  * Run: npm run bench:slow-reader [-- --rate BYTES_PER_S]
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePorts } from '../test/helpers/cli.js';
 import { atRate, throttledRead } from '../test/helpers/slow-read.js';
-import { BENCH_KEY, CLI, generateSnapshot, serverMemory, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys } from './harness.js';
+import { BENCH_KEY, CLI, generateSnapshot, serverMemory, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
 
 const rateArg = process.argv.indexOf('--rate');
 const RATE = rateArg > 0 ? Number(process.argv[rateArg + 1]) : 100_000;
@@ -59,8 +59,7 @@ try {
     p99_ratio: Math.round((during.p99_ms / baseline.p99_ms) * 100) / 100,
     server_rss_peak_mb: peak.rss_mb,
   };
-  console.log(JSON.stringify(result, null, 2));
-  writeFileSync(join('bench', 'results', 'slow-reader.json'), JSON.stringify(result, null, 2) + '\n');
+  writeResult('slow-reader', result);
 } finally {
   await stop(server);
   rmSync(work, { recursive: true, force: true });

@@ -6,10 +6,10 @@
  * in this process.
  * Run: npm run bench:soak [-- --records N]
  */
-import { copyFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BENCH_KEY, CLI, generateSnapshot, serverMemory, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, type WrkResult } from './harness.js';
+import { BENCH_KEY, CLI, generateSnapshot, serverMemory, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, type WrkResult, writeResult } from './harness.js';
 import { QUERY_MIX } from './mix.js';
 import { freePorts } from '../test/helpers/cli.js';
 
@@ -94,8 +94,7 @@ try {
     within_10_percent: growth <= 10,
     samples: phases,
   };
-  console.log(JSON.stringify(result, null, 2));
-  writeFileSync(join('bench', 'results', 'soak.json'), JSON.stringify(result, null, 2) + '\n');
+  writeResult('soak', result);
 } finally {
   await stop(server);
   rmSync(work, { recursive: true, force: true });

@@ -8,11 +8,11 @@
  * Run: npm run bench:wait [-- --held N]
  */
 import { connect, type Socket } from 'node:net';
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePorts } from '../test/helpers/cli.js';
-import { BENCH_KEY, CLI, generateSnapshot, sleep, startPinned, stop, waitFor, wrk, writeBenchKeys } from './harness.js';
+import { BENCH_KEY, CLI, generateSnapshot, sleep, startPinned, stop, waitFor, wrk, writeBenchKeys, writeResult } from './harness.js';
 import { SMALL_MIX } from './mix.js';
 
 const arg = process.argv.indexOf('--held');
@@ -105,8 +105,7 @@ try {
       small_with_held: meanwhile,
       X4_small_p99_ratio: Math.round((meanwhile.p99_ms / without.p99_ms) * 100) / 100,
     };
-    console.log(JSON.stringify(result, null, 2));
-    writeFileSync(join('bench', 'results', 'wait.json'), JSON.stringify(result, null, 2) + '\n');
+    writeResult('wait', result);
   } finally {
     await stop(server);
   }

@@ -48,10 +48,12 @@ export function targetTooLong(url: string, query: string | undefined): boolean {
 }
 
 /**
- * GET and HEAD /api: checks in the order of API.md 1.4, then the plan, then
- * the body from its source (the cache, a production under way, or a new
- * one), handed to the sender. Everything is read from `req` before the
- * handler returns; an answer that must wait for its body is written later.
+ * GET and HEAD /api: checks in the order of API.md 1.4, then the plan and
+ * its ETag; a matching If-None-Match gets its 304, or with `wait` is held
+ * until the answer changes; otherwise the body from its source (the cache,
+ * a production under way, or a new one), handed to the sender. Everything
+ * is read from `req` before the handler returns; an answer that must wait
+ * for its body is written later.
  */
 export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest) => void {
   const { sender } = deps;

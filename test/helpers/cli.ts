@@ -1,7 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { eventually } from './server.js';
+import { writeFileAtomic } from '../../src/core/atomic-write.js';
+import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { UNLIMITED, eventually, tempDir } from './server.js';
 
 /** The built command line, started the way a user starts it. */
 export const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
@@ -59,4 +63,32 @@ export const freePort = async (): Promise<string> => String((await freePorts(1))
 /** Waits until the server on `port` answers /health with 200 (API.md 4: ready). */
 export function untilReady(port: string | number, ms = 10_000): Promise<void> {
   return eventually(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, ms, 'ready');
+}
+
+/**
+ * `count` servers started as a user starts them (`proxylist serve`), ready,
+ * on one generated snapshot of `records` checked around now, with the key
+ * `k` and no limits; `close` stops them and removes their folder.
+ */
+export async function serveProcesses(count: number, records: number, seed: number): Promise<{ ports: number[]; children: Child[]; close(): Promise<void> }> {
+  const dir = tempDir();
+  const snapshot = join(dir, 'snapshot.msgpack');
+  const keys = join(dir, 'keys.json');
+  const now = Math.floor(Date.now() / 1000);
+  writeFileAtomic(snapshot, encodeSnapshot(generateRecords({ records, seed, now }), now));
+  writeFileSync(keys, JSON.stringify({ keys: [{ key: 'k', limits: UNLIMITED }] }));
+  const ports = await freePorts(count);
+  const children = ports.map((port) => runCli(['serve', '--snapshot', snapshot, '--keys', keys, '--port', String(port), '--host', '127.0.0.1']));
+  const close = async () => {
+    for (const c of children) if (c.proc.exitCode === null) c.proc.kill('SIGTERM');
+    await Promise.all(children.map((c) => exitWithin(c, 15_000).catch(() => null)));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await Promise.all(ports.map((port) => untilReady(port)));
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { ports, children, close };
 }

@@ -1,11 +1,8 @@
-import { rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { exitWithin, freePorts, runCli, untilReady } from '../helpers/cli.js';
-import { TEST_KEY, TEST_NOW_S, UNLIMITED, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { serveProcesses } from '../helpers/cli.js';
+import { TEST_KEY, TEST_NOW_S, UNLIMITED, startTestServer, type TestServer } from '../helpers/server.js';
 
 /** ETag, If-None-Match and 304 (API.md 5.4). */
 const records = generateRecords({ records: 3000, seed: 61, now: TEST_NOW_S });
@@ -123,32 +120,19 @@ test.run();
 const processes = suite('two server processes on one snapshot');
 
 processes('agree on every tag', async () => {
-  const dir = tempDir();
+  const { ports, close } = await serveProcesses(2, 2000, 62);
   try {
-    const file = join(dir, 'snapshot.msgpack');
-    const keys = join(dir, 'keys.json');
-    const now = Math.floor(Date.now() / 1000);
-    writeFileAtomic(file, encodeSnapshot(generateRecords({ records: 2000, seed: 62, now }), now));
-    writeFileSync(keys, JSON.stringify({ keys: [{ key: 'k', limits: UNLIMITED }] }));
-    const ports = await freePorts(2);
-    const children = ports.map((port) => runCli(['serve', '--snapshot', file, '--keys', keys, '--port', String(port), '--host', '127.0.0.1']));
-    try {
-      await Promise.all(ports.map((port) => untilReady(port)));
-      for (const q of ['time=99999', 'time=99999&count=10', 'get=json&time=99999&sort=ping&count=50', 'get=stats&time=99999&type=http', 'get=json&wrap=1&time=99999&works=50']) {
-        const tags = await Promise.all(ports.map(async (port) => {
-          const res = await fetch(`http://127.0.0.1:${port}/api?key=k&${q}`);
-          await res.arrayBuffer();
-          return res.headers.get('etag');
-        }));
-        assert.match(tags[0]!, TAG);
-        assert.is(tags[1], tags[0], q);
-      }
-    } finally {
-      for (const c of children) c.proc.kill('SIGTERM');
-      await Promise.all(children.map((c) => exitWithin(c, 15_000)));
+    for (const q of ['time=99999', 'time=99999&count=10', 'get=json&time=99999&sort=ping&count=50', 'get=stats&time=99999&type=http', 'get=json&wrap=1&time=99999&works=50']) {
+      const tags = await Promise.all(ports.map(async (port) => {
+        const res = await fetch(`http://127.0.0.1:${port}/api?key=k&${q}`);
+        await res.arrayBuffer();
+        return res.headers.get('etag');
+      }));
+      assert.match(tags[0]!, TAG);
+      assert.is(tags[1], tags[0], q);
     }
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    await close();
   }
 });
 

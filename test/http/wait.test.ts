@@ -1,11 +1,9 @@
-import { rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { exitWithin, freePort, runCli, untilReady } from '../helpers/cli.js';
-import { TEST_KEY, TEST_NOW_S, UNLIMITED, eventually, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { exitWithin, serveProcesses } from '../helpers/cli.js';
+import { TEST_KEY, TEST_NOW_S, eventually, startTestServer, type TestServer } from '../helpers/server.js';
 
 /** `wait` (API.md 5.4): a conditional request held until its answer changes. */
 const records = generateRecords({ records: 3000, seed: 71, now: TEST_NOW_S });
@@ -106,33 +104,21 @@ test.run();
 const shutdown = suite('wait at shutdown');
 
 shutdown('SIGTERM answers held requests at once, and the process exits', async () => {
-  const dir = tempDir();
+  const { ports: [port], children: [child], close } = await serveProcesses(1, 500, 73);
   try {
-    const file = join(dir, 'snapshot.msgpack');
-    const keys = join(dir, 'keys.json');
-    const now = Math.floor(Date.now() / 1000);
-    writeFileAtomic(file, encodeSnapshot(generateRecords({ records: 500, seed: 73, now }), now));
-    writeFileSync(keys, JSON.stringify({ keys: [{ key: 'k', limits: UNLIMITED }] }));
-    const port = await freePort();
-    const child = runCli(['serve', '--snapshot', file, '--keys', keys, '--port', port, '--host', '127.0.0.1']);
-    try {
-      await untilReady(port);
-      const q = `http://127.0.0.1:${port}/api?key=k&time=99999&count=4`;
-      const first = await fetch(q);
-      await first.arrayBuffer();
-      const answers = Array.from({ length: 5 }, () => fetch(`${q}&wait=60`, { headers: { 'if-none-match': first.headers.get('etag')! } }));
-      await new Promise((r) => setTimeout(r, 500));
-      const stoppedAt = performance.now();
-      child.proc.kill('SIGTERM');
-      const statuses = await Promise.all(answers.map((a) => a.then((r) => r.status)));
-      assert.equal(statuses, [304, 304, 304, 304, 304]);
-      assert.ok(performance.now() - stoppedAt < 2000, 'answered at once');
-      assert.is(await exitWithin(child, 15_000), 0);
-    } finally {
-      child.proc.kill('SIGKILL');
-    }
+    const q = `http://127.0.0.1:${port}/api?key=k&time=99999&count=4`;
+    const first = await fetch(q);
+    await first.arrayBuffer();
+    const answers = Array.from({ length: 5 }, () => fetch(`${q}&wait=60`, { headers: { 'if-none-match': first.headers.get('etag')! } }));
+    await new Promise((r) => setTimeout(r, 500));
+    const stoppedAt = performance.now();
+    child.proc.kill('SIGTERM');
+    const statuses = await Promise.all(answers.map((a) => a.then((r) => r.status)));
+    assert.equal(statuses, [304, 304, 304, 304, 304]);
+    assert.ok(performance.now() - stoppedAt < 2000, 'answered at once');
+    assert.is(await exitWithin(child, 15_000), 0);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    await close();
   }
 });
 

@@ -87,9 +87,11 @@ moving('second by second, with jumps and a clock set back, cached and narrowed b
     else t.clock.advance(step);
     for (const q of watched) {
       const hits = t.server.bodies.cacheHits;
-      const body = await (await t.api(q)).text();
+      const res = await t.api(q);
+      const body = await res.text();
       const want = reference.answer(`key=x&${q}`, t.clock.nowMs()).body;
       if (body !== want) assert.fixture(body, want, `?${q} at +${t.clock.nowMs() / 1000 - TEST_NOW_S} s`);
+      assertDocumented(q, res, body);
       if (t.server.bodies.cacheHits > hits) narrowed++;
     }
   }
@@ -119,8 +121,10 @@ for (const cache of [true, false]) {
       'get=json&time=99999&fields=ip,port,city&split_ip=1&pretty=0', 'get=json&time=99999&works=50&service=telegram', 'get=json&time=99999&wrap=1',
     ]) {
       const want = big.answer(`key=x&${q}`, nowMs);
-      const body = await (await t.api(q)).text();
+      const res = await t.api(q);
+      const body = await res.text();
       if (body !== want.body) assert.fixture(body, want.body, `body of ?${q}`);
+      assertDocumented(q, res, body);
       const head = await fetch(`${t.base}/api?key=${TEST_KEY}&${q}`, { method: 'HEAD', headers: { 'accept-encoding': 'identity' } });
       assert.is(head.headers.get('content-length'), String(Buffer.byteLength(want.body)), `HEAD of ?${q}`);
     }
