@@ -1,12 +1,14 @@
 import { AddressSet } from './access/address.js';
 import { KeysFeed } from './access/keys-feed.js';
-import { MemoryLimiter } from './access/limiter.js';
+import { MemoryLimiter, type Limiter } from './access/limiter.js';
+import { DEFAULT_LIMITER_TIMEOUT_MS, RedisLimiter } from './access/redis-limiter.js';
 import { StateFile } from './access/state-file.js';
 import { systemClock, type Clock } from './core/clock.js';
 import { CodedError, messageOf } from './core/errors.js';
 import type { FollowOptions } from './core/follow-file.js';
 import { createLogger, type Logger } from './core/log.js';
 import { createApp } from './http/app.js';
+import type { Lifecycle } from './http/lifecycle.js';
 import { Metrics } from './http/metrics.js';
 import { BodySources, DEFAULT_WHOLE_BODIES_BYTES } from './http/bodies.js';
 import { ResponseCache } from './http/response-cache.js';
@@ -34,6 +36,15 @@ export interface ServeOptions {
   cacheBytes?: number;
   /** Memory for large bodies kept whole while they are read (beyond the cache); past it, bodies go through a ring of chunks. */
   wholeBodiesBytes?: number;
+  /** `memory` (the default), or a redis:// URL of the limiter shared by several instances. */
+  limiter?: string;
+  limiterTimeoutMs?: number;
+  /** What to do while Redis is down: answer 503 to limited keys (`none`), or enforce the limits in memory. */
+  limiterFallback?: 'none' | 'memory';
+  /** Seconds between conditional GETs of an http(s) snapshot. */
+  snapshotPollS?: number;
+  /** Seconds requests are still served after SIGTERM, while /health says draining. */
+  drainS?: number;
   clock?: Clock;
   log?: Logger;
   follow?: FollowOptions;
@@ -43,6 +54,7 @@ export const DEFAULT_CACHE_BYTES = 128 * 1024 * 1024;
 export { DEFAULT_WHOLE_BODIES_BYTES };
 export const DEFAULT_METRICS_ALLOW = ['127.0.0.0/8', '::1'];
 const DRAIN_LIMIT_MS = 10_000;
+export const DEFAULT_DRAIN_S = 5;
 
 export interface RunningServer {
   port: number;
@@ -51,7 +63,10 @@ export interface RunningServer {
   cache: ResponseCache;
   bodies: BodySources;
   waiters: Waiters;
+  /** The in-memory limiter: the limiter, or the shared one's fallback. */
   limiter: MemoryLimiter;
+  /** The shared limiter, with --limiter redis://. */
+  redis: RedisLimiter | null;
   log: Logger;
   /** Stops accepting, lets bodies in flight finish (10 s at most), then closes. */
   stop(): Promise<void>;
@@ -97,18 +112,25 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const tagger = new Tagger(scratch);
   const queries = new QueryMemo();
   const waiters = new Waiters(clock, feed, queries, tagger, bodies, sender, log);
-  const metrics = new Metrics(feed, keys, cache, bodies, sender, waiters, clock);
-  const limiter = new MemoryLimiter();
-  const state = o.state ? new StateFile(o.state, limiter, clock, log) : null;
+  const memory = new MemoryLimiter();
+  const redisUrl = o.limiter && o.limiter !== 'memory' ? o.limiter : null;
+  if (redisUrl && o.state) throw new CodedError('E_USAGE', '--state cannot be used with --limiter redis://...: Redis keeps the usage');
+  const redis = redisUrl
+    ? new RedisLimiter({ url: redisUrl, timeoutMs: o.limiterTimeoutMs ?? DEFAULT_LIMITER_TIMEOUT_MS, fallback: o.limiterFallback === 'memory' ? memory : null, clock, log })
+    : null;
+  const limiter: Limiter = redis ?? memory;
+  const state = o.state ? new StateFile(o.state, memory, clock, log) : null;
   state?.load();
   // Usage of keys from an earlier day whose windows have passed is dropped hourly.
   const pruner = setInterval(() => {
     let longestWindowS = 0;
     for (const k of keys.table.entries.values()) longestWindowS = Math.max(longestWindowS, k.limits.windowS ?? 0);
-    limiter.prune(clock.nowMs(), clock.monotonicMs(), longestWindowS * 1000);
+    memory.prune(clock.nowMs(), clock.monotonicMs(), longestWindowS * 1000);
   }, 3600_000);
   pruner.unref();
-  const app = createApp({ clock, feed, keys, limiter, trustProxy, queries, bodies, tagger, waiters, sender, log, metrics, metricsAllow, accessLog: o.accessLog ?? false });
+  const life: Lifecycle = { draining: false, limiter: redis };
+  const metrics = new Metrics(feed, keys, cache, bodies, sender, waiters, life, clock);
+  const app = createApp({ clock, feed, keys, limiter, trustProxy, queries, bodies, tagger, waiters, sender, log, metrics, metricsAllow, life, accessLog: o.accessLog ?? false });
 
   let token: us_listen_socket;
   try {
@@ -118,6 +140,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     throw err;
   }
   const port = uws.us_socket_local_port(token as never);
+  redis?.start();
   await keys.start();
   const firstLoad = feed.start();
   log.info(
@@ -128,8 +151,16 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
-      uws.us_listen_socket_close(token);
+      // Draining (API.md 6.3): /health says so at once, and requests are served on for a while, so that a balancer moves away first.
+      life.draining = true;
       waiters.answerAll();
+      const drainMs = (o.drainS ?? DEFAULT_DRAIN_S) * 1000;
+      if (drainMs > 0) {
+        log.info({ event: 'draining', seconds: drainMs / 1000 }, 'draining: /health answers 503, requests are still served');
+        await new Promise((r) => setTimeout(r, drainMs));
+        waiters.answerAll();
+      }
+      uws.us_listen_socket_close(token);
       const deadline = Date.now() + DRAIN_LIMIT_MS;
       while ((sender.pendingCount > 0 || bodies.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       await firstLoad.catch(() => undefined);
@@ -137,8 +168,9 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       clearInterval(pruner);
       sender.abandonAll();
       state?.close();
+      await redis?.close();
       (app as unknown as { close(): void }).close();
       log.info({ event: 'stopped' }, 'stopped');
     })());
-  return { port, feed, keys, cache, bodies, waiters, limiter, log, stop, saveState: () => state?.flush() };
+  return { port, feed, keys, cache, bodies, waiters, limiter: memory, redis, log, stop, saveState: () => state?.flush() };
 }

@@ -2,9 +2,16 @@ import { msUntilNextServiceMidnight, serviceDay } from '../core/service-time.js'
 import { formatSubnet } from './address.js';
 import type { KeyEntry } from './keys.js';
 
-export type Verdict =
-  | { ok: true }
-  | { ok: false; limit: 'subnet' | 'frequency' | 'daily'; status: '403 Forbidden' | '429 Too Many Requests'; message: string; retryAfterS: number };
+export type Refusal = {
+  ok: false;
+  limit: 'subnet' | 'frequency' | 'daily' | 'unavailable';
+  status: '403 Forbidden' | '429 Too Many Requests' | '503 Service Unavailable';
+  message: string;
+  retryAfterS: number;
+  /** What the key has left, when the limiter that decided knows it better than `allowance()`. */
+  allowance?: Allowance | null;
+};
+export type Verdict = { ok: true; allowance?: Allowance | null } | Refusal;
 
 /** What a key has left, for the RateLimit response header; null where unlimited. */
 export interface Allowance {
@@ -19,18 +26,51 @@ export interface DailyState {
 }
 
 /**
- * The usage limits of API.md 1.5, per key. Behind this interface so that a
- * store shared by several instances can later replace the in-memory one.
+ * The usage limits of API.md 1.5, per key: in this process's memory, or
+ * shared by several instances in Redis (API.md 6.1). An admission is
+ * decided at once when the limiter can (always in memory), or later, after
+ * a round trip.
  */
 export interface Limiter {
   /** Steps 4 to 7 of API.md 1.4: subnet, frequency, daily; counts the request only if all pass. */
-  admit(key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict;
-  allowance(key: KeyEntry, nowMs: number, monoMs: number): Allowance;
-  exportDay(nowMs: number): DailyState;
-  importDay(state: DailyState, nowMs: number): boolean;
-  /** Called after every change of what exportDay returns. */
-  onChange: () => void;
+  admit(key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict | Promise<Verdict>;
+  /** What the key has left, for verdicts that do not carry it; null when not known. */
+  allowance(key: KeyEntry, nowMs: number, monoMs: number): Allowance | null;
 }
+
+const ceilS = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
+
+/** The refusals of API.md 1.4, whichever limiter decided them; `retryMs` until the client may succeed. */
+export const refusals = {
+  subnet: (limit: number, subnet: number, retryMs: number): Refusal => ({
+    ok: false,
+    limit: 'subnet',
+    status: '403 Forbidden',
+    message: `Subnet limit exceeded: this key has been used from ${limit} subnets today, the most it may; ${formatSubnet(subnet)} is not one of them. Subnets reset at 00:00 UTC+02:00`,
+    retryAfterS: ceilS(retryMs),
+  }),
+  frequency: (perWindow: number, windowS: number | null, retryMs: number): Refusal => {
+    const retryAfterS = ceilS(retryMs);
+    return {
+      ok: false,
+      limit: 'frequency',
+      status: '429 Too Many Requests',
+      message: `Request rate limit exceeded: at most ${perWindow} requests per ${windowS} s; retry in ${retryAfterS} s`,
+      retryAfterS,
+    };
+  },
+  daily: (daily: number, retryMs: number): Refusal => {
+    const retryAfterS = ceilS(retryMs);
+    return {
+      ok: false,
+      limit: 'daily',
+      status: '429 Too Many Requests',
+      message: `Daily request limit exceeded: at most ${daily} requests per day; the count resets at 00:00 UTC+02:00, in ${retryAfterS} s`,
+      retryAfterS,
+    };
+  },
+  unavailable: (): Refusal => ({ ok: false, limit: 'unavailable', status: '503 Service Unavailable', message: 'Usage limits are unavailable; retry shortly', retryAfterS: 1 }),
+};
 
 const OK: Verdict = { ok: true };
 
@@ -63,8 +103,6 @@ class KeyUsage {
   }
 }
 
-const ceilS = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
-
 /**
  * Exact limits kept in memory. The frequency limit keeps the times of the
  * last `per_window` accepted requests (a fixed window would let 4 through
@@ -72,6 +110,7 @@ const ceilS = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
  * in UTC+02:00. State exists only for keys that were valid when used.
  */
 export class MemoryLimiter implements Limiter {
+  /** Called after every change of what exportDay returns. */
   onChange: () => void = () => undefined;
   private readonly usage = new Map<string, KeyUsage>();
 
@@ -90,40 +129,14 @@ export class MemoryLimiter implements Limiter {
     const u = this.usageOf(key, nowMs);
     const { perWindow, windowS, daily, subnets } = key.limits;
     const newSubnet = subnets !== null && !u.subnets.includes(subnet);
-    if (newSubnet && u.subnets.length >= subnets) {
-      return {
-        ok: false,
-        limit: 'subnet',
-        status: '403 Forbidden',
-        message: `Subnet limit exceeded: this key has been used from ${subnets} subnets today, the most it may; ${formatSubnet(subnet)} is not one of them. Subnets reset at 00:00 UTC+02:00`,
-        retryAfterS: ceilS(msUntilNextServiceMidnight(nowMs)),
-      };
-    }
+    if (newSubnet && u.subnets.length >= subnets) return refusals.subnet(subnets, subnet, msUntilNextServiceMidnight(nowMs));
     if (perWindow !== null) {
       u.fit(perWindow);
       const oldest = u.stamps[u.next];
       const windowMs = (windowS ?? 0) * 1000;
-      if (monoMs - oldest < windowMs) {
-        const retryAfterS = ceilS(oldest + windowMs - monoMs);
-        return {
-          ok: false,
-          limit: 'frequency',
-          status: '429 Too Many Requests',
-          message: `Request rate limit exceeded: at most ${perWindow} requests per ${windowS} s; retry in ${retryAfterS} s`,
-          retryAfterS,
-        };
-      }
+      if (monoMs - oldest < windowMs) return refusals.frequency(perWindow, windowS, oldest + windowMs - monoMs);
     }
-    if (daily !== null && u.count >= daily) {
-      const retryAfterS = ceilS(msUntilNextServiceMidnight(nowMs));
-      return {
-        ok: false,
-        limit: 'daily',
-        status: '429 Too Many Requests',
-        message: `Daily request limit exceeded: at most ${daily} requests per day; the count resets at 00:00 UTC+02:00, in ${retryAfterS} s`,
-        retryAfterS,
-      };
-    }
+    if (daily !== null && u.count >= daily) return refusals.daily(daily, msUntilNextServiceMidnight(nowMs));
     u.count++;
     if (perWindow !== null) {
       u.stamps[u.next] = monoMs;

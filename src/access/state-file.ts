@@ -4,7 +4,7 @@ import { writeFileAtomic } from '../core/atomic-write.js';
 import type { Clock } from '../core/clock.js';
 import { messageOf } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import type { DailyState, Limiter } from './limiter.js';
+import type { DailyState, MemoryLimiter } from './limiter.js';
 
 /** At most this long between a change of the counts and its write: a crash loses at most this much. */
 export const SAVE_DELAY_MS = 5000;
@@ -35,7 +35,7 @@ export class StateFile {
   private timer: NodeJS.Timeout | null = null;
   private dirty = false;
 
-  constructor(private readonly path: string, private readonly limiter: Limiter, private readonly clock: Clock, private readonly log: Logger) {
+  constructor(private readonly path: string, private readonly limiter: MemoryLimiter, private readonly clock: Clock, private readonly log: Logger) {
     limiter.onChange = () => this.changed();
   }
 

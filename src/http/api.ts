@@ -1,7 +1,9 @@
 import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/log.js';
 import { clientAddress, parseAddress, subnetOf, type AddressSet } from '../access/address.js';
 import type { KeysFeed } from '../access/keys-feed.js';
-import type { Limiter } from '../access/limiter.js';
+import type { KeyEntry } from '../access/keys.js';
+import type { Limiter, Verdict } from '../access/limiter.js';
 import { rateLimitHeaders } from '../access/rate-limit-headers.js';
 import type { Tagger } from '../query/etag.js';
 import type { QueryMemo } from '../query/query-memo.js';
@@ -13,11 +15,19 @@ import { ifNoneMatch } from './conditional.js';
 import { negotiate } from './encoding.js';
 import type { Exchange } from './exchange.js';
 import type { Metrics } from './metrics.js';
-import type { Sender } from './sender.js';
+import type { Headers, Sender } from './sender.js';
 import type { HttpRequest } from './uws.js';
 import type { Waiters } from './waiters.js';
 
 export const MAX_TARGET_BYTES = 8192;
+const NO_HEADERS: Headers = [];
+
+/** The request headers an answer needs, read before the handler returns. */
+interface RequestHeaders {
+  acceptEncoding: string;
+  ifNoneMatch: string;
+}
+type MemoEntry = ReturnType<QueryMemo['read']>;
 
 export interface ApiDeps {
   clock: Clock;
@@ -31,6 +41,7 @@ export interface ApiDeps {
   waiters: Waiters;
   sender: Sender;
   metrics: Metrics;
+  log: Logger;
 }
 
 /** The bytes `s` had on the wire: uWebSockets.js turned each raw byte that was not UTF-8 into one 3-byte U+FFFD. */
@@ -57,6 +68,33 @@ export function targetTooLong(url: string, query: string | undefined): boolean {
  */
 export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest) => void {
   const { sender } = deps;
+
+  /** Steps 4 to 9 of API.md 1.4 once the limiter has decided, then the answer. */
+  const admitted = (ex: Exchange, memo: MemoEntry, entry: KeyEntry, verdict: Verdict, headers: RequestHeaders, nowMs: number, monoMs: number): void => {
+    const allowance = verdict.allowance !== undefined ? verdict.allowance : deps.limiter.allowance(entry, nowMs, monoMs);
+    const rate = allowance ? rateLimitHeaders(entry, allowance) : NO_HEADERS;
+    if (!verdict.ok) {
+      if (verdict.limit !== 'unavailable') deps.metrics.rejected(verdict.limit);
+      return sender.error(ex, verdict.status, verdict.message, [['Retry-After', String(verdict.retryAfterS)], ...rate]);
+    }
+    // From here on the request is counted, whatever its outcome.
+
+    const store = deps.feed.current;
+    const parsed = deps.queries.plan(memo, store?.meta.services ?? DEFAULT_SERVICES);
+    if (!parsed.ok) return sender.error(ex, '400 Bad Request', parsed.message, rate);
+    if (!store) return sender.error(ex, '503 Service Unavailable', 'Proxy list is not loaded yet', [['Retry-After', '5'], ...rate]);
+
+    const plan = parsed.plan;
+    const end = store.prefixEnd(Math.floor(nowMs / 1000) - plan.time);
+    const etag = deps.tagger.etag(store, plan, end);
+    const encoding = negotiate(headers.acceptEncoding);
+    if (headers.ifNoneMatch !== '' && ifNoneMatch(headers.ifNoneMatch, etag)) {
+      if (plan.wait !== null) return deps.waiters.hold(ex, memo, plan, store, deps.tagger.selectionTag(store, plan, end), etag, encoding, rate);
+      return sender.notModified(ex, answerHeaders(plan, null, { etag, store, rate }));
+    }
+    answerWith(sender, ex, plan, deps.bodies.source(store, plan, end, nowMs, encoding), { etag, store, rate });
+  };
+
   return (ex, req) => {
     const query = req.getQuery();
     if (targetTooLong(req.getUrl(), query)) return sender.error(ex, '414 URI Too Long', 'Request URI too long');
@@ -79,28 +117,19 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
       subnet = subnetOf(deps.trustProxy.size > 0 ? clientAddress(peer, req.getHeader('x-forwarded-for'), deps.trustProxy) : peer);
     }
     const monoMs = deps.clock.monotonicMs();
+    // Read now: after a round trip to a shared limiter, `req` is gone.
+    const headers: RequestHeaders = { acceptEncoding: req.getHeader('accept-encoding'), ifNoneMatch: req.getHeader('if-none-match') };
     const verdict = deps.limiter.admit(entry, subnet, nowMs, monoMs);
-    const rate = rateLimitHeaders(entry, deps.limiter.allowance(entry, nowMs, monoMs));
-    if (!verdict.ok) {
-      deps.metrics.rejected(verdict.limit);
-      return sender.error(ex, verdict.status, verdict.message, [['Retry-After', String(verdict.retryAfterS)], ...rate]);
-    }
-    // From here on the request is counted, whatever its outcome.
-
-    const store = deps.feed.current;
-    const parsed = deps.queries.plan(memo, store?.meta.services ?? DEFAULT_SERVICES);
-    if (!parsed.ok) return sender.error(ex, '400 Bad Request', parsed.message, rate);
-    if (!store) return sender.error(ex, '503 Service Unavailable', 'Proxy list is not loaded yet', [['Retry-After', '5'], ...rate]);
-
-    const plan = parsed.plan;
-    const end = store.prefixEnd(Math.floor(nowMs / 1000) - plan.time);
-    const etag = deps.tagger.etag(store, plan, end);
-    const encoding = negotiate(req.getHeader('accept-encoding'));
-    const conditional = req.getHeader('if-none-match');
-    if (conditional !== '' && ifNoneMatch(conditional, etag)) {
-      if (plan.wait !== null) return deps.waiters.hold(ex, memo, plan, store, deps.tagger.selectionTag(store, plan, end), etag, encoding, rate);
-      return sender.notModified(ex, answerHeaders(plan, null, { etag, store, rate }));
-    }
-    answerWith(sender, ex, plan, deps.bodies.source(store, plan, end, nowMs, encoding), { etag, store, rate });
+    if (!(verdict instanceof Promise)) return admitted(ex, memo, entry, verdict, headers, nowMs, monoMs);
+    ex.onAbort(null);
+    verdict.then(
+      (v) => {
+        if (!ex.aborted) admitted(ex, memo, entry, v, headers, deps.clock.nowMs(), deps.clock.monotonicMs());
+      },
+      (err: unknown) => {
+        deps.log.error({ event: 'limiter_failed', err }, 'the usage limiter failed');
+        if (!ex.aborted) sender.error(ex, '500 Internal Server Error', 'Internal server error');
+      },
+    );
   };
 }

@@ -5,6 +5,7 @@ import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import { createApiHandler, targetTooLong, type ApiDeps } from './api.js';
 import { Exchange, type RouteAccount } from './exchange.js';
 import { healthReport } from './health.js';
+import type { Lifecycle } from './lifecycle.js';
 import { loadUws, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js';
 
 type Handler = (ex: Exchange, req: HttpRequest) => void;
@@ -19,6 +20,7 @@ const OPENAPI = readFileSync(new URL('../../../openapi.json', import.meta.url));
 const OPENAPI_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-cache']] as const;
 
 export interface AppDeps extends ApiDeps {
+  life: Lifecycle;
   log: Logger;
   /** One log line per response. */
   accessLog: boolean;
@@ -65,7 +67,7 @@ export function createApp(deps: AppDeps): TemplatedApp {
 
   const api = createApiHandler(deps);
   const health: Handler = (ex) => {
-    const report = healthReport(deps.feed);
+    const report = healthReport(deps.feed, deps.life);
     sender.bytes(ex, report.ready ? '200 OK' : '503 Service Unavailable', JSON_HEADERS, Buffer.from(report.body));
   };
   const metrics: Handler = (ex) => {

@@ -1,11 +1,15 @@
 import { formatIsoOffset } from '../core/service-time.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
+import type { Lifecycle } from './lifecycle.js';
 
-/** The /health document (API.md 1.6) and whether the service is ready. */
-export function healthReport(feed: SnapshotFeed): { ready: boolean; body: string } {
+/** The /health document (API.md 1.6, 6.1, 6.3) and whether the service takes requests. */
+export function healthReport(feed: SnapshotFeed, life: Lifecycle): { ready: boolean; body: string } {
   const reloads = { ok: feed.reloadsOk, failed: feed.reloadsFailed, last_error: feed.lastError };
+  const redis = life.limiter;
+  const limiter = redis ? { limiter: { kind: 'redis', up: redis.up, fallback: redis.fallbacks, last_error: redis.lastError } } : {};
   const store = feed.current;
-  if (!store) return { ready: false, body: JSON.stringify({ status: 'loading', snapshot: null, reloads }) };
+  if (life.draining) return { ready: false, body: JSON.stringify({ status: 'draining', ...limiter }) };
+  if (!store) return { ready: false, body: JSON.stringify({ status: 'loading', snapshot: null, reloads, ...limiter }) };
   return {
     ready: true,
     body: JSON.stringify({
@@ -18,6 +22,7 @@ export function healthReport(feed: SnapshotFeed): { ready: boolean; body: string
         file: store.source.file,
       },
       reloads,
+      ...limiter,
     }),
   };
 }

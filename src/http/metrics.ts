@@ -5,6 +5,7 @@ import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { BodySources } from './bodies.js';
 import type { ResponseCache } from './response-cache.js';
 import type { Sender } from './sender.js';
+import type { Lifecycle } from './lifecycle.js';
 import type { Waiters } from './waiters.js';
 
 export type LimitKind = 'subnet' | 'frequency' | 'daily';
@@ -32,7 +33,7 @@ export class Metrics {
   private readonly rejections: Counter<'limit'>;
   private readonly routes = new Map<string, RouteStats>();
 
-  constructor(feed: SnapshotFeed, keys: KeysFeed, cache: ResponseCache, bodies: BodySources, sender: Sender, waiters: Waiters, clock: Clock) {
+  constructor(feed: SnapshotFeed, keys: KeysFeed, cache: ResponseCache, bodies: BodySources, sender: Sender, waiters: Waiters, life: Lifecycle, clock: Clock) {
     const registers = [this.registry];
     // Event-loop delay sampled every millisecond: at the default 10 ms, every reading carries up to 10 ms of the sampling interval.
     collectDefaultMetrics({ register: this.registry, prefix: 'proxylist_', eventLoopMonitoringPrecision: 1 });
@@ -57,6 +58,9 @@ export class Metrics {
     counterFrom({ name: 'proxylist_body_joins_total', help: 'Requests that joined a production or compression under way' }, () => bodies.joins);
     gauge('proxylist_body_productions_in_flight', 'Productions and compressions under way', () => bodies.inFlight);
     gauge('proxylist_requests_held', 'Requests with wait held until their answer changes', () => waiters.count);
+    gauge('proxylist_limiter_up', '1 while the usage limiter answers (always, in memory; with Redis, while Redis does)', () => (life.limiter === null || life.limiter.up ? 1 : 0));
+    counterFrom({ name: 'proxylist_limiter_fallback_total', help: 'Admissions decided in memory while the Redis limiter was down (--limiter-fallback memory)' }, () => life.limiter?.fallbacks ?? 0);
+    gauge('proxylist_draining', '1 from SIGTERM until the instance stops', () => (life.draining ? 1 : 0));
     gauge('proxylist_keys_loaded', 'Keys in force', () => keys.table.entries.size);
     gauge('proxylist_keys_file_rejected', '1 while the keys file is missing or its last version was rejected (the keys in force stay)', () => (keys.lastError === null ? 0 : 1));
     for (const limit of ['subnet', 'frequency', 'daily'] as const) this.rejections.labels(limit).inc(0);

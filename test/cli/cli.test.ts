@@ -2,7 +2,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { exitWithin, freePort, runCli, untilReady } from '../helpers/cli.js';
+import { SERVE_OPTIONS, envName, serveOptionsMarkdown } from '../../src/cli/serve-options.js';
+import { exitWithin, freePort, runCli, runCliSync, untilReady } from '../helpers/cli.js';
 import { tempDir } from '../helpers/server.js';
 
 const test = suite('command line');
@@ -41,10 +42,34 @@ test('snapshot inspect exits non-zero, with the reason, on a file the server wou
 test('usage errors exit 2 with a message', async () => {
   const child = runCli(['serve', '--keys', 'k.json']);
   assert.is(await exitWithin(child, 10000), 2);
-  assert.match(child.stderr(), 'missing --snapshot FILE (or PROXYLIST_SNAPSHOT)');
+  assert.match(child.stderr(), 'missing --snapshot FILE|URL (or PROXYLIST_SNAPSHOT)');
   const unknown = runCli(['serve', '--snapshot', 'x', '--keys', 'y', '--bogus']);
   assert.is(await exitWithin(unknown, 10000), 2);
   assert.match(unknown.stderr(), "Unknown option '--bogus'");
+});
+
+test('serve --help has a line per option, with its environment variable; the README\'s table is the same list', () => {
+  const help = runCliSync(['serve', '--help']);
+  assert.is(help.status, 0, help.stderr);
+  for (const spec of SERVE_OPTIONS) assert.match(help.stdout, new RegExp(`^  --${spec.name}\\b.*; env ${envName(spec.name)}$`, 'm'), spec.name);
+  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+  assert.ok(readme.includes(serveOptionsMarkdown()), 'the README holds the options table as serve-options.ts makes it');
+});
+
+test('every serve option falls back to PROXYLIST_<NAME>, and a bad value is one line naming it', () => {
+  for (const [env, message] of [
+    ['PROXYLIST_DRAIN_S=soon', '--drain-s must be an integer from 0 to 3600, not "soon"'],
+    ['PROXYLIST_CACHE_MB=-1', '--cache-mb must be an integer from 0 to 65536, not "-1"'],
+    ['PROXYLIST_LIMITER=mysql://x', '--limiter must be memory or a redis:// URL, not "mysql://x"'],
+    ['PROXYLIST_LIMITER_FALLBACK=disk', '--limiter-fallback must be none or memory, not "disk"'],
+    ['PROXYLIST_STATE=/tmp/x.json PROXYLIST_LIMITER=redis://127.0.0.1:1', '--state cannot be used with --limiter redis://...: Redis keeps the usage'],
+  ]) {
+    const vars = Object.fromEntries(env.split(' ').map((kv) => kv.split('=') as [string, string]));
+    const run = runCliSync(['serve', '--snapshot', 's', '--keys', 'k'], vars);
+    assert.is(run.status, 2, env);
+    assert.is(run.stderr.trim().split('\n').length, 1, run.stderr);
+    assert.match(run.stderr, message);
+  }
 });
 
 test('serve takes its settings from the environment and stops gracefully on SIGTERM and SIGINT', async () => {

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -26,6 +26,12 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, as?: { uid: 
   proc.stderr!.on('data', (d) => (err += d));
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
   return { proc, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Runs the command line to its end (for commands that exit at once). */
+export function runCliSync(args: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 20_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 /** Resolves with the child's exit code, or kills it and fails after `ms`. */
@@ -68,9 +74,10 @@ export function untilReady(port: string | number, ms = 10_000): Promise<void> {
 /**
  * `count` servers started as a user starts them (`proxylist serve`), ready,
  * on one generated snapshot of `records` checked around now, with the key
- * `k` and no limits; `close` stops them and removes their folder.
+ * `k` and no limits, and `extra` options (by default no draining); `close`
+ * stops them and removes their folder.
  */
-export async function serveProcesses(count: number, records: number, seed: number): Promise<{ ports: number[]; children: Child[]; close(): Promise<void> }> {
+export async function serveProcesses(count: number, records: number, seed: number, extra: string[] = ['--drain-s', '0']): Promise<{ ports: number[]; children: Child[]; close(): Promise<void> }> {
   const dir = tempDir();
   const snapshot = join(dir, 'snapshot.msgpack');
   const keys = join(dir, 'keys.json');
@@ -78,7 +85,7 @@ export async function serveProcesses(count: number, records: number, seed: numbe
   writeFileAtomic(snapshot, encodeSnapshot(generateRecords({ records, seed, now }), now));
   writeFileSync(keys, JSON.stringify({ keys: [{ key: 'k', limits: UNLIMITED }] }));
   const ports = await freePorts(count);
-  const children = ports.map((port) => runCli(['serve', '--snapshot', snapshot, '--keys', keys, '--port', String(port), '--host', '127.0.0.1']));
+  const children = ports.map((port) => runCli(['serve', '--snapshot', snapshot, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', ...extra]));
   const close = async () => {
     for (const c of children) if (c.proc.exitCode === null) c.proc.kill('SIGTERM');
     await Promise.all(children.map((c) => exitWithin(c, 15_000).catch(() => null)));

@@ -47,7 +47,7 @@ export async function startTestServer(o: {
   const clock = (o.clock as ManualClock) ?? new ManualClock(TEST_NOW_S * 1000);
   const server = await startServer({
     snapshot, keys, port: 0, host: '127.0.0.1', clock, log: silentLogger,
-    follow: { debounceMs: 20, pollMs: 200 }, ...o.options,
+    follow: { debounceMs: 20, pollMs: 200 }, drainS: 0, ...o.options,
   });
   await server.feed.settle();
   const base = `http://127.0.0.1:${server.port}`;

@@ -1,0 +1,185 @@
+import { createClient } from 'redis';
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/log.js';
+import type { KeyEntry } from './keys.js';
+import { refusals, type Allowance, type Limiter, type MemoryLimiter, type Refusal, type Verdict } from './limiter.js';
+import { FUNCTION_NAME, LIBRARY, keysOf } from './redis-function.js';
+
+export const DEFAULT_LIMITER_TIMEOUT_MS = 100;
+/** How often a Redis that stopped answering in time is asked again. */
+const PROBE_MS = 500;
+/** Remembered refusals are swept this often. */
+const SWEEP_MS = 60_000;
+const OK: Verdict = { ok: true };
+
+type Reply = [verdict: number, retryMs: number, used: number, newestAgeMs: number, count: number, msToMidnight: number];
+
+interface Remembered {
+  /** Monotonic ms until which the refusal stands. */
+  untilMs: number;
+  make: (retryMs: number) => Refusal;
+  allowance: Allowance;
+}
+
+export interface RedisLimiterOptions {
+  url: string;
+  timeoutMs: number;
+  /** Enforces the limits alone while Redis is down; null answers 503 instead. */
+  fallback: MemoryLimiter | null;
+  clock: Clock;
+  log: Logger;
+}
+
+/**
+ * The limits of API.md 1.5 shared by every instance that uses one Redis
+ * (API.md 6.1): one FCALL per admission, the time read inside Redis.
+ *
+ * Decided here without a round trip: keys without limits; refusals, which
+ * are remembered per key and subnet until their retry time (exact, since
+ * only accepted requests change the state); and everything while Redis is
+ * known to be down (a 503, or the in-memory fallback). The client keeps no
+ * offline queue and gives each call `timeoutMs`; a call that times out marks
+ * Redis down until a probe answers in time again.
+ */
+export class RedisLimiter implements Limiter {
+  up = false;
+  /** Admissions decided by the fallback while Redis was down. */
+  fallbacks = 0;
+  lastError: string | null = null;
+  private readonly client;
+  private readonly refused = new Map<string, Remembered>();
+  private readonly sweeper: NodeJS.Timeout;
+  private prober: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(private readonly o: RedisLimiterOptions) {
+    this.client = createClient({
+      url: o.url,
+      disableOfflineQueue: true,
+      commandOptions: { timeout: o.timeoutMs },
+      socket: { connectTimeout: Math.max(1000, o.timeoutMs), reconnectStrategy: (retries: number) => Math.min(100 * 2 ** retries, 2000) },
+    });
+    this.client.on('error', (err: Error) => this.down(err.message));
+    this.client.on('ready', () => void this.ready());
+    this.sweeper = setInterval(() => this.sweep(o.clock.monotonicMs()), SWEEP_MS).unref();
+  }
+
+  /** Connects in the background: the server serves meanwhile, limited keys get 503 (or the fallback). */
+  start(): void {
+    this.client.connect().catch((err: Error) => this.down(err.message));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.sweeper);
+    if (this.prober) clearInterval(this.prober);
+    await this.client.close().catch(() => undefined);
+  }
+
+  admit(key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict | Promise<Verdict> {
+    const { perWindow, windowS, daily, subnets } = key.limits;
+    if (perWindow === null && daily === null && subnets === null) return OK;
+    const id = `${key.id}|${subnet}`;
+    const remembered = this.refused.get(id);
+    if (remembered) {
+      if (monoMs < remembered.untilMs) return { ...remembered.make(remembered.untilMs - monoMs), allowance: remembered.allowance };
+      this.refused.delete(id);
+    }
+    if (!this.up) return this.unavailable(key, subnet, nowMs, monoMs);
+    const args = [perWindow ?? -1, (windowS ?? 0) * 1000, daily ?? -1, subnets ?? -1, subnet].map(String);
+    return this.call(key, args).then(
+      (reply) => this.verdictOf(key, id, subnet, reply, this.o.clock.monotonicMs()),
+      (err: Error) => {
+        this.down(err.message);
+        return this.unavailable(key, subnet, nowMs, monoMs);
+      },
+    );
+  }
+
+  allowance(key: KeyEntry, nowMs: number, monoMs: number): Allowance | null {
+    return this.o.fallback && !this.up ? this.o.fallback.allowance(key, nowMs, monoMs) : null;
+  }
+
+  /** One FCALL; the function is loaded again when Redis no longer has it (a restart without persistence, a flush). */
+  private async call(key: KeyEntry, args: string[]): Promise<Reply> {
+    const run = () => this.client.fCall(FUNCTION_NAME, { keys: keysOf(key.id), arguments: args }) as Promise<Reply>;
+    try {
+      return await run();
+    } catch (err) {
+      if (!/function not found/i.test((err as Error).message)) throw err;
+      await this.load();
+      return run();
+    }
+  }
+
+  private verdictOf(key: KeyEntry, id: string, subnet: number, reply: Reply, monoMs: number): Verdict {
+    const [code, retryMs, used, newestAgeMs, count, msToMidnight] = reply;
+    const { perWindow, windowS, daily, subnets } = key.limits;
+    const windowMs = (windowS ?? 0) * 1000;
+    const allowance: Allowance = {
+      window: perWindow === null ? null : { limit: perWindow, windowS: windowS ?? 0, remaining: perWindow - used, resetS: newestAgeMs < 0 || used === 0 ? 0 : Math.ceil((windowMs - newestAgeMs) / 1000) },
+      daily: { limit: daily ?? Infinity, remaining: daily === null ? Infinity : Math.max(0, daily - count), resetS: Math.ceil(msToMidnight / 1000) },
+    };
+    if (code === 0) return { ok: true, allowance };
+    const make = code === 1 ? (ms: number) => refusals.subnet(subnets!, subnet, ms) : code === 2 ? (ms: number) => refusals.frequency(perWindow!, windowS, ms) : (ms: number) => refusals.daily(daily!, ms);
+    this.refused.set(id, { untilMs: monoMs + retryMs, make, allowance });
+    return { ...make(retryMs), allowance };
+  }
+
+  private unavailable(key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict {
+    if (!this.o.fallback) return refusals.unavailable();
+    this.fallbacks++;
+    return this.o.fallback.admit(key, subnet, nowMs, monoMs);
+  }
+
+  private async load(): Promise<void> {
+    await this.client.functionLoad(LIBRARY, { REPLACE: true });
+  }
+
+  /** Connected: the function is loaded (again) before any admission is sent. */
+  private async ready(): Promise<void> {
+    try {
+      await this.load();
+      this.markUp();
+    } catch (err) {
+      this.down((err as Error).message);
+    }
+  }
+
+  private markUp(): void {
+    if (this.up || this.closed) return;
+    this.up = true;
+    this.lastError = null;
+    if (this.prober) clearInterval(this.prober);
+    this.prober = null;
+    this.o.log.info({ event: 'limiter_up', url: redacted(this.o.url) }, 'Redis limiter is up');
+  }
+
+  /** Redis did not answer in time, or the connection broke: answer without it until it is back. */
+  private down(reason: string): void {
+    this.lastError = reason;
+    if (!this.up || this.closed) return;
+    this.up = false;
+    this.o.log.warn({ event: 'limiter_down', url: redacted(this.o.url), reason }, this.o.fallback ? 'Redis limiter is down; limits are enforced by this instance alone' : 'Redis limiter is down; limited keys get 503');
+    // A broken connection comes back through 'ready'; a Redis that only stopped answering in time, through the probe.
+    this.prober = setInterval(() => {
+      if (!this.client.isReady) return;
+      this.client.ping().then(() => this.markUp(), () => undefined);
+    }, PROBE_MS).unref();
+  }
+
+  private sweep(monoMs: number): void {
+    for (const [id, r] of this.refused) if (r.untilMs <= monoMs) this.refused.delete(id);
+  }
+}
+
+/** The URL without its password, for the log. */
+function redacted(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'redis://?';
+  }
+}

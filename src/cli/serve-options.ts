@@ -1,0 +1,119 @@
+import { CodedError } from '../core/errors.js';
+import { LOG_LEVELS } from '../core/log.js';
+import { DEFAULT_LIMITER_TIMEOUT_MS } from '../access/redis-limiter.js';
+import { DEFAULT_CACHE_BYTES, DEFAULT_DRAIN_S, DEFAULT_METRICS_ALLOW, DEFAULT_WHOLE_BODIES_BYTES, type ServeOptions } from '../server.js';
+
+/**
+ * Every option of `proxylist serve`, once: its flag, its environment
+ * variable (PROXYLIST_ and the flag's name), its default, how its value is
+ * read, and its help line. `--help`, the environment fallbacks and the
+ * README's table are all made from this list.
+ */
+interface OptionSpec {
+  /** The flag without its dashes. */
+  name: string;
+  /** How the value is shown in help: FILE, N, ...; null for a switch. */
+  value: string | null;
+  /** The default as shown; null when there is none. */
+  shown: string | null;
+  required?: boolean;
+  help: string;
+  /** Puts the value (the default's when not given) into the options. */
+  apply(o: ServeOptions, raw: string | undefined): void;
+}
+
+const integer = (name: string, raw: string, min: number, max: number): number => {
+  const n = /^[0-9]+$/.test(raw) ? Number(raw) : NaN;
+  if (!(n >= min && n <= max)) throw new CodedError('E_USAGE', `--${name} must be an integer from ${min} to ${max}, not "${raw}"`);
+  return n;
+};
+const list = (raw: string): string[] => raw.split(',').map((x) => x.trim()).filter(Boolean);
+const MB = 1024 * 1024;
+
+export const SERVE_OPTIONS: readonly OptionSpec[] = [
+  { name: 'snapshot', value: 'FILE|URL', shown: null, required: true, help: 'the checker\'s snapshot: a file, or an http(s):// URL polled for changes', apply: (o, raw) => (o.snapshot = raw ?? '') },
+  { name: 'keys', value: 'FILE', shown: null, required: true, help: 'the keys file', apply: (o, raw) => (o.keys = raw ?? '') },
+  { name: 'port', value: 'N', shown: '8080', help: 'listening port; a port in use is an error, never shared', apply: (o, raw) => (o.port = raw === undefined ? 8080 : integer('port', raw, 0, 65535)) },
+  { name: 'host', value: 'ADDR', shown: '0.0.0.0', help: 'listening address', apply: (o, raw) => (o.host = raw ?? '0.0.0.0') },
+  { name: 'state', value: 'FILE', shown: null, help: 'where daily counts and subnets survive a restart (not with a Redis limiter)', apply: (o, raw) => (o.state = raw ?? null) },
+  { name: 'trust-proxy', value: 'ADDR,...', shown: null, help: 'peers (addresses or CIDR ranges) whose X-Forwarded-For is believed', apply: (o, raw) => (o.trustProxy = raw === undefined ? [] : list(raw)) },
+  { name: 'metrics-allow', value: 'CIDR,...', shown: DEFAULT_METRICS_ALLOW.join(','), help: 'who may read /metrics', apply: (o, raw) => (o.metricsAllow = raw === undefined ? [...DEFAULT_METRICS_ALLOW] : list(raw)) },
+  {
+    name: 'log-level', value: 'LEVEL', shown: 'info', help: `one of ${LOG_LEVELS.join(', ')}`,
+    apply: (o, raw) => {
+      if (raw !== undefined && !(LOG_LEVELS as readonly string[]).includes(raw)) throw new CodedError('E_USAGE', `--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+      o.logLevel = raw ?? 'info';
+    },
+  },
+  {
+    name: 'access-log', value: null, shown: null, help: 'a log line per response: method, path (never the query), status, bytes, µs, key name',
+    apply: (o, raw) => {
+      if (raw !== undefined && !['1', 'true', '0', 'false'].includes(raw)) throw new CodedError('E_USAGE', `${envName('access-log')} must be 1 or 0, not "${raw}"`);
+      o.accessLog = raw === '1' || raw === 'true';
+    },
+  },
+  { name: 'cache-mb', value: 'N', shown: String(DEFAULT_CACHE_BYTES / MB), help: 'response cache size in MB; 0 turns it off', apply: (o, raw) => (o.cacheBytes = (raw === undefined ? DEFAULT_CACHE_BYTES / MB : integer('cache-mb', raw, 0, 65536)) * MB) },
+  { name: 'bodies-mb', value: 'N', shown: String(DEFAULT_WHOLE_BODIES_BYTES / MB), help: 'memory in MB for large bodies kept whole while read; past it, a ring of chunks', apply: (o, raw) => (o.wholeBodiesBytes = (raw === undefined ? DEFAULT_WHOLE_BODIES_BYTES / MB : integer('bodies-mb', raw, 0, 65536)) * MB) },
+  {
+    name: 'limiter', value: 'memory|URL', shown: 'memory', help: 'the usage limiter: in memory, or redis://[user:password@]host:port[/db] shared by instances',
+    apply: (o, raw) => {
+      if (raw !== undefined && raw !== 'memory' && !/^rediss?:\/\/./.test(raw)) throw new CodedError('E_USAGE', `--limiter must be memory or a redis:// URL, not "${raw}"`);
+      o.limiter = raw ?? 'memory';
+    },
+  },
+  { name: 'limiter-timeout-ms', value: 'N', shown: String(DEFAULT_LIMITER_TIMEOUT_MS), help: 'longest wait for Redis before answering 503 (or falling back)', apply: (o, raw) => (o.limiterTimeoutMs = raw === undefined ? DEFAULT_LIMITER_TIMEOUT_MS : integer('limiter-timeout-ms', raw, 1, 60_000)) },
+  {
+    name: 'limiter-fallback', value: 'none|memory', shown: 'none', help: 'while Redis is down: 503 for limited keys, or limits enforced by each instance alone',
+    apply: (o, raw) => {
+      if (raw !== undefined && raw !== 'none' && raw !== 'memory') throw new CodedError('E_USAGE', `--limiter-fallback must be none or memory, not "${raw}"`);
+      o.limiterFallback = raw === 'memory' ? 'memory' : 'none';
+    },
+  },
+  { name: 'snapshot-poll-s', value: 'N', shown: '2', help: 'seconds between conditional GETs of an http(s) snapshot', apply: (o, raw) => (o.snapshotPollS = raw === undefined ? 2 : integer('snapshot-poll-s', raw, 1, 3600)) },
+  { name: 'drain-s', value: 'N', shown: String(DEFAULT_DRAIN_S), help: 'seconds requests are still served after SIGTERM, while /health answers 503 draining', apply: (o, raw) => (o.drainS = raw === undefined ? DEFAULT_DRAIN_S : integer('drain-s', raw, 0, 3600)) },
+];
+
+/** The environment variable of an option. */
+export const envName = (name: string): string => `PROXYLIST_${name.toUpperCase().replace(/-/g, '_')}`;
+
+/** `proxylist serve --help`: one line per option. */
+export function serveHelp(): string {
+  const rows = SERVE_OPTIONS.map((s) => [`--${s.name}${s.value ? ` ${s.value}` : ''}`, s.help + (s.required ? ' (required)' : s.shown ? ` (default ${s.shown})` : ''), envName(s.name)]);
+  const width = Math.max(...rows.map((r) => r[0].length));
+  return [
+    'usage: proxylist serve --snapshot FILE|URL --keys FILE [options]',
+    '',
+    ...rows.map(([flag, help, env]) => `  ${flag.padEnd(width)}  ${help}; env ${env}`),
+    '',
+    'Each option may also come from its environment variable; the flag wins. PORT and HOST are read too.',
+  ].join('\n');
+}
+
+/** The README's table of the options, in Markdown. */
+export function serveOptionsMarkdown(): string {
+  // A pipe inside a cell must be escaped, even in code.
+  const cell = (text: string) => text.replace(/\|/g, '\\|');
+  return [
+    '| option | environment | default | meaning |',
+    '|---|---|---|---|',
+    ...SERVE_OPTIONS.map((s) => `| \`${cell(`--${s.name}${s.value ? ` ${s.value}` : ''}`)}\` | \`${envName(s.name)}\` | ${s.required ? 'required' : (s.shown ?? 'none')} | ${s.help} |`),
+  ].join('\n');
+}
+
+/** Reads `args` (flags) with the environment as fallback. */
+export function readServeOptions(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): ServeOptions {
+  const o = {} as ServeOptions;
+  for (const spec of SERVE_OPTIONS) {
+    const flag = values[spec.name];
+    const fromEnv = env[envName(spec.name)] ?? (spec.name === 'port' ? env.PORT : spec.name === 'host' ? env.HOST : undefined);
+    const raw = flag === true ? '1' : typeof flag === 'string' ? flag : fromEnv === '' ? undefined : fromEnv;
+    spec.apply(o, raw);
+  }
+  if (!o.snapshot) throw new CodedError('E_USAGE', `missing --snapshot FILE|URL (or ${envName('snapshot')})`);
+  if (!o.keys) throw new CodedError('E_USAGE', `missing --keys FILE (or ${envName('keys')})`);
+  if (o.state && o.limiter !== 'memory') throw new CodedError('E_USAGE', '--state cannot be used with --limiter redis://...: Redis keeps the usage');
+  return o;
+}
+
+/** The parseArgs configuration of the table. */
+export const serveArgsConfig = Object.fromEntries(SERVE_OPTIONS.map((s) => [s.name, { type: s.value === null ? 'boolean' : 'string' } as const])) as Record<string, { type: 'string' | 'boolean' }>;
