@@ -1,0 +1,60 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { freePorts } from './cli.js';
+import { eventually, tempDir } from './server.js';
+
+/** A real redis-server (Debian's), on a free loopback port, without persistence, in a folder of its own. */
+export class RedisServer {
+  private proc: ChildProcess | null = null;
+  private readonly dir = tempDir();
+
+  private constructor(readonly port: number) {}
+
+  static async start(): Promise<RedisServer> {
+    const [port] = await freePorts(1);
+    const r = new RedisServer(port);
+    await r.run();
+    return r;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  /** Starts it (again) on its port; resolves once it answers PING. */
+  async run(): Promise<void> {
+    this.proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir], { stdio: 'ignore' });
+    await eventually(() => this.ping(), 10_000, `redis-server on ${this.port}`);
+  }
+
+  /** One raw PING: true on +PONG. */
+  ping(): Promise<boolean> {
+    return new Promise((resolve) => {
+      const s = createConnection({ host: '127.0.0.1', port: this.port });
+      s.setTimeout(500, () => s.destroy());
+      s.once('error', () => resolve(false));
+      s.once('close', () => resolve(false));
+      s.once('connect', () => s.write('PING\r\n'));
+      s.once('data', (d) => {
+        resolve(d.toString().startsWith('+PONG'));
+        s.destroy();
+      });
+    });
+  }
+
+  /** Stops it with `signal` (SIGKILL: as if it crashed) and waits for the exit. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    const proc = this.proc;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise((r) => proc.once('exit', r));
+    proc.kill(signal);
+    await exited;
+    this.proc = null;
+  }
+
+  async close(): Promise<void> {
+    await this.stop('SIGKILL');
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
