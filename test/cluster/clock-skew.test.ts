@@ -1,0 +1,68 @@
+import { spawn } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { writeFileAtomic } from '../../src/core/atomic-write.js';
+import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { CLI, freePorts, untilReady } from '../helpers/cli.js';
+import { RedisServer } from '../helpers/redis.js';
+import { tempDir } from '../helpers/server.js';
+
+/**
+ * Two instances whose clocks disagree by 6 s (run under faketime at -3 s
+ * and +3 s) share one Redis: the limits hold, because their times come
+ * from Redis (API.md 6.1).
+ */
+const test = suite('clock skew between instances');
+
+test('instances at -3 s and +3 s: never more than 2 in any 5 s, and the daily limit exact', async () => {
+  const dir = tempDir();
+  const redis = await RedisServer.start();
+  const now = Math.floor(Date.now() / 1000);
+  const snapshot = join(dir, 'snapshot.msgpack');
+  const keys = join(dir, 'keys.json');
+  writeFileAtomic(snapshot, encodeSnapshot(generateRecords({ records: 200, seed: 92, now }), now));
+  writeFileSync(keys, JSON.stringify({
+    keys: [
+      { key: 'two-per-5', limits: { per_window: 2, window_s: 5, daily: null, subnets: null } },
+      { key: 'three-a-day', limits: { per_window: null, daily: 3, subnets: null } },
+    ],
+  }));
+  const ports = await freePorts(2);
+  const children = ['-3', '+3'].map((offset, i) =>
+    spawn('faketime', ['-f', offset, process.execPath, CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(ports[i]), '--host', '127.0.0.1', '--limiter', redis.url, '--drain-s', '0'], { stdio: 'ignore' }));
+  try {
+    await Promise.all(ports.map((p) => untilReady(p, 15_000)));
+    const ask = async (i: number, key: string) => {
+      const res = await fetch(`http://127.0.0.1:${ports[i % 2]}/api?key=${key}&count=1`);
+      await res.arrayBuffer();
+      return res.status;
+    };
+    // The limiter connects in the background: wait for the first admission.
+    const deadline = Date.now() + 10_000;
+    while ((await ask(0, 'three-a-day')) === 503 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const daily = [];
+    for (let i = 1; i < 6; i++) daily.push(await ask(i, 'three-a-day'));
+    assert.equal(daily, [200, 200, 429, 429, 429], 'the 4th request of the day, on either instance, is refused');
+
+    const accepted: number[] = [];
+    const started = performance.now();
+    for (let i = 0; performance.now() - started < 8000; i++) {
+      const sent = performance.now();
+      const status = await ask(i, 'two-per-5');
+      if (status === 200) accepted.push(sent);
+      else assert.is(status, 429);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.ok(accepted.length >= 2, `${accepted.length} accepted`);
+    for (let i = 0; i + 2 < accepted.length; i++) assert.ok(accepted[i + 2] - accepted[i] >= 4900, `3 accepted within ${Math.round(accepted[i + 2] - accepted[i])} ms`);
+  } finally {
+    for (const c of children) c.kill('SIGTERM');
+    await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
+    await redis.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test.run();
