@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { AddressSet } from './access/address.js';
 import { KeysFeed } from './access/keys-feed.js';
 import { MemoryLimiter, type Limiter } from './access/limiter.js';
@@ -18,6 +21,7 @@ import { loadUws, type TemplatedApp, type us_listen_socket } from './http/uws.js
 import { Tagger } from './query/etag.js';
 import { QueryMemo } from './query/query-memo.js';
 import { QueryScratch } from './query/scratch.js';
+import { SnapshotOrigin } from './snapshot/origin.js';
 import { SnapshotFeed } from './snapshot/snapshot-feed.js';
 
 export interface ServeOptions {
@@ -55,6 +59,7 @@ export { DEFAULT_WHOLE_BODIES_BYTES };
 export const DEFAULT_METRICS_ALLOW = ['127.0.0.0/8', '::1'];
 const DRAIN_LIMIT_MS = 10_000;
 export const DEFAULT_DRAIN_S = 5;
+export const DEFAULT_SNAPSHOT_POLL_S = 2;
 
 export interface RunningServer {
   port: number;
@@ -90,7 +95,11 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const clock = o.clock ?? systemClock;
   const log = o.log ?? createLogger(o.logLevel);
   const uws = loadUws();
-  const feed = new SnapshotFeed(o.snapshot, clock, log, o.follow);
+  // A snapshot at an http(s) origin is downloaded into a folder of its own and followed there like a local file.
+  const originDir = /^https?:\/\//i.test(o.snapshot) ? mkdtempSync(join(tmpdir(), 'proxylist-origin-')) : null;
+  const snapshotPath = originDir ? join(originDir, 'snapshot.msgpack') : o.snapshot;
+  const origin = originDir ? new SnapshotOrigin(o.snapshot, snapshotPath, o.snapshotPollS ?? DEFAULT_SNAPSHOT_POLL_S, log) : null;
+  const feed = new SnapshotFeed(snapshotPath, clock, log, o.follow);
   const keys = new KeysFeed(o.keys, log, o.follow);
   const cache = new ResponseCache(o.cacheBytes ?? DEFAULT_CACHE_BYTES);
   feed.onSwap(() => cache.clear());
@@ -128,7 +137,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     memory.prune(clock.nowMs(), clock.monotonicMs(), longestWindowS * 1000);
   }, 3600_000);
   pruner.unref();
-  const life: Lifecycle = { draining: false, limiter: redis };
+  const life: Lifecycle = { draining: false, limiter: redis, origin };
   const metrics = new Metrics(feed, keys, cache, bodies, sender, waiters, life, clock);
   const app = createApp({ clock, feed, keys, limiter, trustProxy, queries, bodies, tagger, waiters, sender, log, metrics, metricsAllow, life, accessLog: o.accessLog ?? false });
 
@@ -137,12 +146,14 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     token = await listen(app, o.host, o.port);
   } catch (err) {
     (app as unknown as { close(): void }).close();
+    if (originDir) rmSync(originDir, { recursive: true, force: true });
     throw err;
   }
   const port = uws.us_socket_local_port(token as never);
   redis?.start();
   await keys.start();
   const firstLoad = feed.start();
+  origin?.start();
   log.info(
     { event: 'listening', host: o.host, port, snapshot: feed.path, keys: o.keys, state: o.state ?? null, trust_proxy: o.trustProxy ?? [], cache_bytes: o.cacheBytes ?? DEFAULT_CACHE_BYTES, bodies_bytes: o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES },
     `listening on ${o.host}:${port}`,
@@ -164,7 +175,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       const deadline = Date.now() + DRAIN_LIMIT_MS;
       while ((sender.pendingCount > 0 || bodies.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       await firstLoad.catch(() => undefined);
-      await Promise.all([feed.close(), keys.close()]);
+      await Promise.all([feed.close(), keys.close(), origin?.close()]);
+      if (originDir) rmSync(originDir, { recursive: true, force: true });
       clearInterval(pruner);
       sender.abandonAll();
       state?.close();

@@ -1,7 +1,7 @@
 import { CodedError } from '../core/errors.js';
 import { LOG_LEVELS } from '../core/log.js';
 import { DEFAULT_LIMITER_TIMEOUT_MS } from '../access/redis-limiter.js';
-import { DEFAULT_CACHE_BYTES, DEFAULT_DRAIN_S, DEFAULT_METRICS_ALLOW, DEFAULT_WHOLE_BODIES_BYTES, type ServeOptions } from '../server.js';
+import { DEFAULT_CACHE_BYTES, DEFAULT_DRAIN_S, DEFAULT_METRICS_ALLOW, DEFAULT_SNAPSHOT_POLL_S, DEFAULT_WHOLE_BODIES_BYTES, type ServeOptions } from '../server.js';
 
 /**
  * Every option of `proxylist serve`, once: its flag, its environment
@@ -69,7 +69,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
       o.limiterFallback = raw === 'memory' ? 'memory' : 'none';
     },
   },
-  { name: 'snapshot-poll-s', value: 'N', shown: '2', help: 'seconds between conditional GETs of an http(s) snapshot', apply: (o, raw) => (o.snapshotPollS = raw === undefined ? 2 : integer('snapshot-poll-s', raw, 1, 3600)) },
+  { name: 'snapshot-poll-s', value: 'N', shown: String(DEFAULT_SNAPSHOT_POLL_S), help: 'seconds between conditional GETs of an http(s) snapshot', apply: (o, raw) => (o.snapshotPollS = raw === undefined ? DEFAULT_SNAPSHOT_POLL_S : integer('snapshot-poll-s', raw, 1, 3600)) },
   { name: 'drain-s', value: 'N', shown: String(DEFAULT_DRAIN_S), help: 'seconds requests are still served after SIGTERM, while /health answers 503 draining', apply: (o, raw) => (o.drainS = raw === undefined ? DEFAULT_DRAIN_S : integer('drain-s', raw, 0, 3600)) },
 ];
 

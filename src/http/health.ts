@@ -6,10 +6,15 @@ import type { Lifecycle } from './lifecycle.js';
 export function healthReport(feed: SnapshotFeed, life: Lifecycle): { ready: boolean; body: string } {
   const reloads = { ok: feed.reloadsOk, failed: feed.reloadsFailed, last_error: feed.lastError };
   const redis = life.limiter;
-  const limiter = redis ? { limiter: { kind: 'redis', up: redis.up, fallback: redis.fallbacks, last_error: redis.lastError } } : {};
+  const o = life.origin;
+  // What the snapshot origin and a shared limiter say, when there are any (API.md 6.1, 6.2).
+  const extra = {
+    ...(o ? { origin: { url: o.url, downloads: o.downloads, not_modified: o.notModified, last_error: o.lastError } } : {}),
+    ...(redis ? { limiter: { kind: 'redis', up: redis.up, fallback: redis.fallbacks, last_error: redis.lastError } } : {}),
+  };
   const store = feed.current;
-  if (life.draining) return { ready: false, body: JSON.stringify({ status: 'draining', ...limiter }) };
-  if (!store) return { ready: false, body: JSON.stringify({ status: 'loading', snapshot: null, reloads, ...limiter }) };
+  if (life.draining) return { ready: false, body: JSON.stringify({ status: 'draining', ...extra }) };
+  if (!store) return { ready: false, body: JSON.stringify({ status: 'loading', snapshot: null, reloads, ...extra }) };
   return {
     ready: true,
     body: JSON.stringify({
@@ -22,7 +27,7 @@ export function healthReport(feed: SnapshotFeed, life: Lifecycle): { ready: bool
         file: store.source.file,
       },
       reloads,
-      ...limiter,
+      ...extra,
     }),
   };
 }

@@ -1,0 +1,75 @@
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { writeFileAtomic } from '../../src/core/atomic-write.js';
+import { systemClock } from '../../src/core/clock.js';
+import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { StaticOrigin } from '../helpers/nginx.js';
+import { eventually, startTestServer, type TestServer } from '../helpers/server.js';
+
+/** A snapshot at an http origin (API.md 6.2), served by a real nginx. */
+const now = Math.floor(Date.now() / 1000);
+const version = (v: number, records = 2000) => encodeSnapshot(generateRecords({ records, seed: 300 + v, now }), now + v);
+
+interface Health { status: string; snapshot: { generated_at: string; records: number } | null; origin: { url: string; downloads: number; not_modified: number; last_error: string | null } }
+const health = async (t: TestServer) => (await (await t.get('/health')).json()) as Health;
+const generated = async (t: TestServer) => Date.parse((await health(t)).snapshot?.generated_at ?? '') / 1000;
+
+const test = suite<{ origin: StaticOrigin; t: TestServer }>('a snapshot from an http origin');
+test.before(async (ctx) => {
+  ctx.origin = await StaticOrigin.start();
+  writeFileAtomic(join(ctx.origin.root, 'snapshot.msgpack'), version(0));
+  ctx.t = await startTestServer({ snapshot: null, clock: systemClock, options: { snapshot: ctx.origin.url('snapshot.msgpack'), snapshotPollS: 1 } });
+});
+test.after(async (ctx) => {
+  await ctx.t.close();
+  await ctx.origin.close();
+});
+
+test('loaded, then polled with conditional GETs that nginx answers 304', async ({ origin, t }) => {
+  await eventually(async () => (await health(t)).status === 'ok', 10_000, 'the first download loaded');
+  assert.is(await generated(t), now);
+  assert.is((await t.api('count=3')).status, 200);
+  await eventually(() => origin.statuses('snapshot.msgpack').filter((s) => s === 304).length >= 2, 5000, 'two 304s');
+  assert.is(origin.statuses('snapshot.msgpack')[0], 200);
+  const h = await health(t);
+  assert.is(h.origin.downloads, 1);
+  assert.is(h.origin.last_error, null);
+});
+
+test('a new file at the origin is served within two poll periods', async ({ origin, t }) => {
+  const published = performance.now();
+  writeFileAtomic(join(origin.root, 'snapshot.msgpack'), version(1));
+  await eventually(async () => (await generated(t)) === now + 1, 5000, 'version 1 served');
+  const ms = performance.now() - published;
+  assert.ok(ms < 2 * 1000 + 1000, `served ${Math.round(ms)} ms after it was published (polls every 1 s; the load is included)`);
+});
+
+test('the origin answering 500 leaves the current snapshot served, and /health shows why', async ({ origin, t }) => {
+  writeFileSync(join(origin.root, 'fail'), '');
+  writeFileAtomic(join(origin.root, 'snapshot.msgpack'), version(2));
+  await eventually(async () => /answered 500/.test((await health(t)).origin.last_error ?? ''), 5000, 'the error shown');
+  assert.is(await generated(t), now + 1);
+  assert.is((await t.api('count=3')).status, 200);
+  rmSync(join(origin.root, 'fail'));
+  await eventually(async () => (await generated(t)) === now + 2, 5000, 'version 2 once the origin answers again');
+  assert.is((await health(t)).origin.last_error, null);
+});
+
+test('a download cut short leaves the current snapshot served', async ({ origin, t }) => {
+  writeFileSync(join(origin.root, 'slow'), '');
+  writeFileAtomic(join(origin.root, 'snapshot.msgpack'), version(3, 20_000));
+  // The download runs at 20 KB/s: nginx is killed in the middle of it.
+  await new Promise((r) => setTimeout(r, 2500));
+  await origin.stop('SIGKILL');
+  await eventually(async () => (await health(t)).origin.last_error !== null, 10_000, 'the cut download noticed');
+  assert.is(await generated(t), now + 2);
+  assert.is((await t.api('count=3')).status, 200);
+  assert.is((await health(t)).status, 'ok');
+  rmSync(join(origin.root, 'slow'));
+  await origin.run();
+  await eventually(async () => (await generated(t)) === now + 3, 10_000, 'version 3 once the origin is back');
+});
+
+test.run();

@@ -1,0 +1,86 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { freePorts } from './cli.js';
+import { eventually, tempDir } from './server.js';
+
+/**
+ * A real nginx (Debian's nginx-light) serving a folder as a static origin on
+ * a free loopback port, in the foreground, with its own prefix. Creating the
+ * file `fail` in the folder makes it answer 500; `slow` makes it send 20 KB/s.
+ */
+export class StaticOrigin {
+  readonly root: string;
+  private proc: ChildProcess | null = null;
+  private readonly dir = tempDir();
+
+  private constructor(readonly port: number) {
+    this.root = join(this.dir, 'www');
+    mkdirSync(this.root);
+    mkdirSync(join(this.dir, 'logs'));
+    writeFileSync(join(this.dir, 'nginx.conf'), `
+daemon off;
+${process.getuid?.() === 0 ? 'user root;' : '# not root: workers run as this user'}
+worker_processes 1;
+pid ${join(this.dir, 'nginx.pid')};
+error_log ${join(this.dir, 'logs', 'error.log')} warn;
+events { worker_connections 64; }
+http {
+  access_log ${join(this.dir, 'logs', 'access.log')};
+  client_body_temp_path ${join(this.dir, 'body')};
+  proxy_temp_path ${join(this.dir, 'proxy')};
+  fastcgi_temp_path ${join(this.dir, 'fastcgi')};
+  uwsgi_temp_path ${join(this.dir, 'uwsgi')};
+  scgi_temp_path ${join(this.dir, 'scgi')};
+  server {
+    listen 127.0.0.1:${port};
+    root ${this.root};
+    location / {
+      if (-f ${this.root}/fail) { return 500; }
+      if (-f ${this.root}/slow) { set $limit_rate 20k; }
+    }
+  }
+}
+`);
+  }
+
+  static async start(): Promise<StaticOrigin> {
+    const [port] = await freePorts(1);
+    const o = new StaticOrigin(port);
+    await o.run();
+    return o;
+  }
+
+  url(name: string): string {
+    return `http://127.0.0.1:${this.port}/${name}`;
+  }
+
+  async run(): Promise<void> {
+    // A process group of its own: a kill reaches the workers too.
+    this.proc = spawn('nginx', ['-p', this.dir, '-c', join(this.dir, 'nginx.conf'), '-e', join(this.dir, 'logs', 'error.log')], { stdio: 'ignore', detached: true });
+    await eventually(async () => (await fetch(this.url('')).catch(() => null)) !== null, 10_000, `nginx on ${this.port}`);
+  }
+
+  /** The status codes nginx logged for `name`, in order. */
+  statuses(name: string): number[] {
+    return readFileSync(join(this.dir, 'logs', 'access.log'), 'utf8').split('\n')
+      .filter((l) => l.includes(`GET /${name} `))
+      .map((l) => Number(/" (\d{3}) /.exec(l)?.[1]));
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGQUIT'): Promise<void> {
+    const proc = this.proc;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise((r) => proc.once('exit', r));
+    process.kill(-proc.pid!, signal);
+    await exited;
+    this.proc = null;
+    // Workers outlive a killed master for a moment: the port is free once nothing answers.
+    await eventually(async () => (await fetch(this.url('')).catch(() => null)) === null, 5000, `nginx on ${this.port} gone`);
+  }
+
+  async close(): Promise<void> {
+    await this.stop('SIGKILL');
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
