@@ -1,0 +1,84 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { writeFileAtomic } from '../../src/core/atomic-write.js';
+import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { exitWithin, freePorts, runCli, untilReady } from '../helpers/cli.js';
+import { RedisServer } from '../helpers/redis.js';
+import { eventually, tempDir } from '../helpers/server.js';
+
+/**
+ * Three instances behind haproxy with the configuration of deploy/ (its
+ * ports moved to free ones), sharing one Redis: an instance stopped with
+ * SIGTERM under load drains (API.md 6.3) and no request fails at the client.
+ */
+const CONFIG = readFileSync(fileURLToPath(new URL('../../../deploy/haproxy.cfg', import.meta.url)), 'utf8');
+
+const test = suite('deploy/haproxy.cfg in front of three instances');
+
+test('haproxy -c accepts the configuration as shipped', () => {
+  const check = spawnSync('haproxy', ['-c', '-f', fileURLToPath(new URL('../../../deploy/haproxy.cfg', import.meta.url))], { encoding: 'utf8' });
+  assert.is(check.status, 0, check.stdout + check.stderr);
+});
+
+test('SIGTERM to one instance under load: it drains, and no request is lost', async () => {
+  const dir = tempDir();
+  const redis = await RedisServer.start();
+  const [lb, ...ports] = await freePorts(4);
+  const snapshot = join(dir, 'snapshot.msgpack');
+  const keys = join(dir, 'keys.json');
+  const now = Math.floor(Date.now() / 1000);
+  writeFileAtomic(snapshot, encodeSnapshot(generateRecords({ records: 2000, seed: 95, now }), now));
+  writeFileSync(keys, JSON.stringify({ keys: [{ key: 'k', limits: { per_window: 100000, window_s: 1, daily: null, subnets: 10 } }] }));
+  const config = join(dir, 'haproxy.cfg');
+  writeFileSync(config, CONFIG.replace('127.0.0.1:8080', `127.0.0.1:${lb}`).replace(/127\.0\.0\.1:808([1-3])/g, (_, i) => `127.0.0.1:${ports[Number(i) - 1]}`));
+  const instances = ports.map((port) => runCli(['serve', '--snapshot', snapshot, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', '--limiter', redis.url, '--trust-proxy', '127.0.0.1']));
+  const haproxy = spawn('haproxy', ['-db', '-f', config], { stdio: 'ignore' });
+  try {
+    await Promise.all(ports.map((p) => untilReady(p)));
+    await eventually(async () => (await fetch(`http://127.0.0.1:${lb}/api?key=k&count=1`).catch(() => null))?.status === 200, 10_000, 'haproxy and the limiter ready');
+
+    let served = 0;
+    const failures: string[] = [];
+    const servedBy = new Set<string>();
+    const until = performance.now() + 10_000;
+    const client = async () => {
+      while (performance.now() < until) {
+        try {
+          const res = await fetch(`http://127.0.0.1:${lb}/api?key=k&count=5`);
+          const body = await res.text();
+          if (res.status === 200 && body.split('\n').length === 6) served++;
+          else failures.push(`${res.status} ${body.slice(0, 80)}`);
+          servedBy.add(res.headers.get('etag') ?? '');
+        } catch (err) {
+          failures.push(String(err));
+        }
+      }
+    };
+    const load = Promise.all(Array.from({ length: 8 }, client));
+    await new Promise((r) => setTimeout(r, 2000));
+    const stoppedAt = performance.now();
+    instances[0].proc.kill('SIGTERM');
+    const health = await fetch(`http://127.0.0.1:${ports[0]}/health`);
+    assert.is(health.status, 503);
+    assert.equal(await health.json(), { status: 'draining', limiter: { kind: 'redis', up: true, fallback: 0, last_error: null } });
+    const code = await exitWithin(instances[0], 20_000);
+    const drainedMs = performance.now() - stoppedAt;
+    await load;
+    assert.is(code, 0);
+    assert.ok(drainedMs >= 5000, `stopped ${Math.round(drainedMs)} ms after SIGTERM: it drained first`);
+    assert.equal(failures, [], `${failures.length} failed of ${served + failures.length}`);
+    assert.ok(served > 500, `${served} requests served`);
+  } finally {
+    haproxy.kill('SIGTERM');
+    for (const c of instances) c.proc.kill('SIGKILL');
+    await Promise.all([...instances.map((c) => c.exited), new Promise((r) => (haproxy.exitCode !== null ? r(null) : haproxy.once('exit', r)))]);
+    await redis.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test.run();
