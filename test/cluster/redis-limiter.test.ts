@@ -3,6 +3,7 @@ import * as assert from 'uvu/assert';
 import { createClient } from 'redis';
 import { systemClock } from '../../src/core/clock.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { captureLog } from '../helpers/log.js';
 import { RedisServer } from '../helpers/redis.js';
 import { UNLIMITED, eventually, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -118,11 +119,12 @@ test('the function flushed from Redis is loaded again, and limits go on', async 
 
 test.run();
 
+const strictLog = captureLog();
 const down = suite<{ redis: RedisServer; strict: TestServer; fallback: TestServer }>('Redis down, and back');
 down.before(async (ctx) => {
   ctx.redis = await RedisServer.start();
   const options = { limiter: ctx.redis.url, limiterTimeoutMs: 100 };
-  ctx.strict = await startTestServer({ snapshot, keys: KEYS, clock: systemClock, options });
+  ctx.strict = await startTestServer({ snapshot, keys: KEYS, clock: systemClock, options: { ...options, log: strictLog.log } });
   ctx.fallback = await startTestServer({ snapshot, keys: KEYS, clock: systemClock, options: { ...options, limiterFallback: 'memory' as const } });
   await eventually(() => ctx.strict.server.redis!.up && ctx.fallback.server.redis!.up, 10_000, 'connected');
 });
@@ -169,6 +171,9 @@ down('restarted: limits work again without restarting the instances, the functio
   for (let i = 0; i < 3; i++) statuses.push((await ask(strict, 'two-per-5')).status);
   assert.equal(statuses, [200, 200, 429]);
   assert.match(await (await strict.get('/metrics')).text(), /^proxylist_limiter_up 1$/m);
+  // The log says when Redis went down and when it came back: up at start, down, up again.
+  assert.is(strictLog.events('limiter_down').length, 1);
+  assert.is(strictLog.events('limiter_up').length, 2);
 });
 
 down.run();
