@@ -38,7 +38,13 @@ export interface Limiter {
   allowance(key: KeyEntry, nowMs: number, monoMs: number): Allowance | null;
 }
 
-const ceilS = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
+/**
+ * Whole seconds to cover `ms`, a difference of fractional clock reads: its
+ * float error (5000.000000000015 for 5 s) is dropped to the whole
+ * millisecond first, or a 5-second window would say 6.
+ */
+export const secondsToCover = (ms: number): number => Math.ceil(Math.round(ms) / 1000);
+const ceilS = (ms: number): number => Math.max(1, secondsToCover(ms));
 
 /** The refusals of API.md 1.4, whichever limiter decided them; `retryMs` until the client may succeed. */
 export const refusals = {
@@ -160,9 +166,9 @@ export class MemoryLimiter implements Limiter {
         if (monoMs - t < windowMs) used++;
         if (t > newest) newest = t;
       }
-      window = { limit: perWindow, windowS: windowS ?? 0, remaining: perWindow - used, resetS: used === 0 ? 0 : Math.ceil((newest + windowMs - monoMs) / 1000) };
+      window = { limit: perWindow, windowS: windowS ?? 0, remaining: perWindow - used, resetS: used === 0 ? 0 : secondsToCover(newest + windowMs - monoMs) };
     }
-    const resetS = Math.ceil(msUntilNextServiceMidnight(nowMs) / 1000);
+    const resetS = secondsToCover(msUntilNextServiceMidnight(nowMs));
     return { window, daily: { limit: daily ?? Infinity, remaining: daily === null ? Infinity : Math.max(0, daily - u.count), resetS } };
   }
 

@@ -115,6 +115,22 @@ test('RateLimit fields on keyed responses, accepted or not', async ({ t, clock }
   assert.is(refused.headers.get('ratelimit'), '"window";r=0;t=5, "day";r=34558;t=30', 'a refusal is not');
 });
 
+test('RateLimit t never exceeds the window, whatever fraction of a millisecond the monotonic clock reads', async () => {
+  // 2092226.9665908932 + 5000 - 2092226.9665908932 is 5000.000000000466 in floating point: ceil would say 6 s.
+  const clock = new ManualClock(TEST_NOW_S * 1000, 2092226.9665908932);
+  const t = await startTestServer({ snapshot, keys, clock });
+  try {
+    const first = await get(t, 'default');
+    assert.is(first.headers.get('ratelimit'), '"window";r=1;t=5, "day";r=34559;t=36000');
+    const second = await get(t, 'default');
+    assert.is(second.headers.get('ratelimit'), '"window";r=0;t=5, "day";r=34558;t=36000');
+    const refused = await get(t, 'default');
+    assert.is(refused.headers.get('retry-after'), '5');
+  } finally {
+    await t.close();
+  }
+});
+
 test('a key disabled and enabled again keeps its day count', async ({ t }) => {
   for (let i = 0; i < 2; i++) assert.is((await get(t, 'toggle')).status, 200);
   const without = { keys: keys.keys.map((k) => (k.key === 'toggle' ? { ...k, disabled: true } : k)) };
