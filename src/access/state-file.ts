@@ -1,8 +1,9 @@
-import { readFileSync, renameSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { Ajv } from 'ajv';
 import { writeFileAtomic } from '../core/atomic-write.js';
 import type { Clock } from '../core/clock.js';
-import { messageOf } from '../core/errors.js';
+import { CodedError, messageOf } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { DailyState, MemoryLimiter } from './limiter.js';
 
@@ -36,6 +37,12 @@ export class StateFile {
   private dirty = false;
 
   constructor(private readonly path: string, private readonly limiter: MemoryLimiter, private readonly clock: Clock, private readonly log: Logger) {
+    // A folder that does not exist yet is made now; one that cannot be made is a start-up error, not a failure at every save.
+    try {
+      mkdirSync(dirname(path), { recursive: true });
+    } catch (err) {
+      throw new CodedError('E_USAGE', `--state ${path}: cannot create its folder: ${messageOf(err)}`);
+    }
     limiter.onChange = () => this.changed();
   }
 

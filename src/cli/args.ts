@@ -8,7 +8,7 @@ export function parseOptions<O extends Options>(args: string[], options: O, allo
   try {
     return parseArgs({ args, options, allowPositionals, strict: true });
   } catch (err) {
-    throw new CodedError('E_USAGE', messageOf(err));
+    throw new CodedError('E_USAGE', parserMessage(messageOf(err)));
   }
 }
 
@@ -17,4 +17,14 @@ export function integerOption(name: string, value: string | undefined, fallback:
   const n = /^[0-9]+$/.test(value) ? Number(value) : NaN;
   if (!(n >= min && n <= max)) throw new CodedError('E_USAGE', `--${name} must be an integer from ${min} to ${max}, not "${value}"`);
   return n;
+}
+
+/** Node's parser explains itself at length: one line, for a person. */
+function parserMessage(message: string): string {
+  const option = /'(--?[\w-]+)/.exec(message)?.[1] ?? 'an option';
+  if (/argument is ambiguous|argument missing/.test(message)) return `${option} needs a value (a value that starts with "-" is not one)`;
+  if (/^Unknown option/.test(message)) return `unknown option ${option}`;
+  if (/Unexpected argument/.test(message)) return `unexpected argument ${/'([^']*)'/.exec(message)?.[1] ?? ''}`.trim();
+  if (/does not take an argument/.test(message)) return `${option} takes no value`;
+  return message.split('\n')[0];
 }

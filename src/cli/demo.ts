@@ -27,7 +27,15 @@ export function randomKey(): string {
  * every 30 s by a simulated checker through the same watch and reload path a
  * real checker uses (temp file + rename), and a fresh demo key.
  */
+export const DEMO_HELP = `usage: proxylist demo [options]
+  --port N      listening port (default 8080; env PORT)
+  --host ADDR   listening address (default 127.0.0.1; env HOST)`;
+
 export async function demoCommand(args: string[]): Promise<void> {
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(DEMO_HELP + '\n');
+    return;
+  }
   const { values } = parseOptions(args, { port: { type: 'string' }, host: { type: 'string' } });
   const port = integerOption('port', values.port ?? process.env.PORT, 8080, 0, 65535);
   const host = values.host ?? process.env.HOST ?? '127.0.0.1';
@@ -43,7 +51,14 @@ export async function demoCommand(args: string[]): Promise<void> {
   const publish = (): void => writeFileAtomic(snapshot, generateSnapshot({ records: DEMO_RECORDS, seed: seed++ }));
   publish();
 
-  const server = await startServer({ snapshot, keys, port, host, logLevel: process.env.PROXYLIST_LOG_LEVEL ?? 'warn' });
+  let server: Awaited<ReturnType<typeof startServer>>;
+  try {
+    server = await startServer({ snapshot, keys, port, host, logLevel: process.env.PROXYLIST_LOG_LEVEL ?? 'warn' });
+  } catch (err) {
+    // A port in use, say: the demo's folder goes with it.
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
   await server.feed.settle();
   const checker = setInterval(publish, REPUBLISH_MS);
   checker.unref();

@@ -6,10 +6,29 @@ import { formatIsoOffset } from '../core/service-time.js';
 import { parseOptions } from './args.js';
 import { randomKey } from './demo.js';
 
-export const KEYS_USAGE = `proxylist keys add --keys FILE [--name NAME] [--per-window N|null] [--window-s N|null]
-                   [--daily N|null] [--subnets N|null] [--expires ISO-8601]
-proxylist keys list --keys FILE
-proxylist keys revoke --keys FILE NAME|ID`;
+export const KEYS_USAGE = `proxylist keys add --keys FILE [options]      a new key, printed once
+proxylist keys list --keys FILE              the keys, their status and limits
+proxylist keys revoke --keys FILE NAME|ID    disable a key (by name or id prefix)
+proxylist keys enable --keys FILE NAME|ID    enable a revoked key again`;
+
+const HELP: Record<string, string> = {
+  add: `usage: proxylist keys add --keys FILE [options]
+  --keys FILE           the keys file; created if missing
+  --name NAME           a name for logs and for revoke/enable
+  --per-window N|null   accepted requests per window (default 2; null: no limit)
+  --window-s N|null     the window in seconds (default 5)
+  --daily N|null        accepted requests per UTC+02:00 day (default 34560)
+  --subnets N|null      distinct /16 client subnets per day (default 10)
+  --expires TIME        when the key stops working, ISO 8601 (2027-01-31T00:00:00+02:00)`,
+  list: `usage: proxylist keys list --keys FILE
+  --keys FILE           the keys file`,
+  revoke: `usage: proxylist keys revoke --keys FILE NAME|ID
+  --keys FILE           the keys file
+  NAME|ID               the key's name, or the start of its id (8 hex digits or more, as keys list shows)`,
+  enable: `usage: proxylist keys enable --keys FILE NAME|ID
+  --keys FILE           the keys file
+  NAME|ID               the key's name, or the start of its id (8 hex digits or more, as keys list shows)`,
+};
 
 type RawEntry = Record<string, unknown> & { key?: string; sha256?: string; name?: string };
 interface RawFile { keys: RawEntry[] }
@@ -55,7 +74,12 @@ function add(args: string[]): void {
     if (file.keys.some((e) => e.name === values.name)) throw new CodedError('E_USAGE', `a key named "${values.name}" exists already`);
     entry.name = values.name;
   }
-  if (values.expires) entry.expires_at = values.expires;
+  if (values.expires) {
+    const at = /^\d{4}-\d{2}-\d{2}T/.test(values.expires) ? Date.parse(values.expires) : NaN;
+    if (Number.isNaN(at)) throw new CodedError('E_USAGE', `--expires must be an ISO 8601 time such as 2027-01-31T00:00:00+02:00, not "${values.expires}"`);
+    if (at <= Date.now()) process.stderr.write(`warning: --expires ${values.expires} has passed: the key is added, but already expired\n`);
+    entry.expires_at = values.expires;
+  }
   const limits: Record<string, number | null> = {};
   for (const [option, field] of [['per-window', 'per_window'], ['window-s', 'window_s'], ['daily', 'daily'], ['subnets', 'subnets']] as const) {
     const v = limitValue(option, values[option]);
@@ -87,23 +111,41 @@ function list(args: string[]): void {
   for (const row of [header, ...rows]) process.stdout.write(row.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd() + '\n');
 }
 
-function revoke(args: string[]): void {
+/** Revokes (disabled) or enables a key found by name or id prefix. */
+function setDisabled(args: string[], disabled: boolean): void {
+  const verb = disabled ? 'revoke' : 'enable';
   const { values, positionals } = parseOptions(args, { keys: { type: 'string' } }, true);
-  if (!values.keys || positionals.length !== 1) throw new CodedError('E_USAGE', 'usage: proxylist keys revoke --keys FILE NAME|ID');
+  if (!values.keys || positionals.length !== 1) throw new CodedError('E_USAGE', `usage: proxylist keys ${verb} --keys FILE NAME|ID`);
   const which = positionals[0];
   const file = readKeysFile(values.keys, false);
   const matches = file.keys.filter((e) => e.name === which || (/^[0-9a-fA-F]{8,64}$/.test(which) && idOf(e).startsWith(which.toLowerCase())));
-  if (matches.length === 0) throw new CodedError('E_USAGE', `no key named or with id "${which}"`);
+  if (matches.length === 0) throw new CodedError('E_USAGE', `no key named or with an id starting "${which}"`);
   if (matches.length > 1) throw new CodedError('E_USAGE', `"${which}" matches ${matches.length} keys; give a longer id`);
-  matches[0].disabled = true;
+  const entry = matches[0];
+  const label = `${entry.name ? `${entry.name} ` : ''}(id ${idOf(entry).slice(0, 8)})`;
+  if ((entry.disabled === true) === disabled) {
+    process.stdout.write(`${label} is ${disabled ? 'revoked' : 'enabled'} already; nothing changed\n`);
+    return;
+  }
+  if (disabled) entry.disabled = true;
+  else delete entry.disabled;
   writeKeysFile(values.keys, file);
-  process.stdout.write(`revoked ${matches[0].name ?? ''} (id ${idOf(matches[0]).slice(0, 8)})\n`);
+  process.stdout.write(`${disabled ? 'revoked' : 'enabled'} ${label}\n`);
 }
 
 export function keysCommand(args: string[]): void {
   const [sub, ...rest] = args;
+  if (sub === undefined || sub === '--help' || sub === '-h') {
+    process.stdout.write(KEYS_USAGE + '\n');
+    return;
+  }
+  if (HELP[sub] && (rest.includes('--help') || rest.includes('-h'))) {
+    process.stdout.write(HELP[sub] + '\n');
+    return;
+  }
   if (sub === 'add') return add(rest);
   if (sub === 'list') return list(rest);
-  if (sub === 'revoke') return revoke(rest);
-  throw new CodedError('E_USAGE', KEYS_USAGE);
+  if (sub === 'revoke') return setDisabled(rest, true);
+  if (sub === 'enable') return setDisabled(rest, false);
+  throw new CodedError('E_USAGE', `unknown keys command "${sub}"; see proxylist keys --help`);
 }

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { CodedError, messageOf } from '../core/errors.js';
 import { demoCommand } from './demo.js';
 import { KEYS_USAGE, keysCommand } from './keys.js';
@@ -7,10 +8,17 @@ import { SNAPSHOT_USAGE, snapshotCommand } from './snapshot.js';
 
 const USAGE = `usage:
 ${SERVE_USAGE}
-proxylist demo [--port 8080]
+proxylist demo [--port 8080] [--host 127.0.0.1]
 ${SNAPSHOT_USAGE}
 ${KEYS_USAGE}
+proxylist --version
+Each command answers --help.
 `;
+
+/** The version in package.json, two folders up from the built file. */
+function version(): string {
+  return (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
@@ -26,15 +34,21 @@ async function main(argv: string[]): Promise<void> {
     case undefined:
     case 'help':
     case '--help':
+    case '-h':
       process.stdout.write(USAGE);
       return;
+    case '--version':
+    case '-v':
+      process.stdout.write(`proxylist ${version()}\n`);
+      return;
     default:
-      throw new CodedError('E_USAGE', `unknown command "${command}"\n${USAGE}`);
+      throw new CodedError('E_USAGE', `unknown command "${command}"; see proxylist --help`);
   }
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
-  const code = err instanceof CodedError ? err.code : 'E_UNEXPECTED';
-  process.stderr.write(`proxylist: ${messageOf(err)} [${code}]\n`);
+  // One line for a person; the stack only for what nobody foresaw.
+  const message = err instanceof CodedError ? messageOf(err) : `unexpected error: ${err instanceof Error ? err.stack : String(err)}`;
+  process.stderr.write(`proxylist: ${message}\n`);
   process.exit(err instanceof CodedError && err.code === 'E_USAGE' ? 2 : 1);
 });

@@ -1,3 +1,5 @@
+import { existsSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { writeFileAtomic } from '../core/atomic-write.js';
 import { CodedError } from '../core/errors.js';
 import { loadSnapshotFile } from '../snapshot/decode.js';
@@ -5,8 +7,18 @@ import { ANONS, TYPES } from '../snapshot/format.js';
 import { generateSnapshot } from '../snapshot/generate.js';
 import { integerOption, parseOptions } from './args.js';
 
-export const SNAPSHOT_USAGE = `proxylist snapshot generate --records N --out FILE [--seed S] [--now UNIX]
-proxylist snapshot inspect FILE`;
+export const SNAPSHOT_USAGE = `proxylist snapshot generate --records N --out FILE [options]   a realistic test snapshot
+proxylist snapshot inspect FILE                                what the server would load, or why not`;
+
+const HELP: Record<string, string> = {
+  generate: `usage: proxylist snapshot generate --records N --out FILE [options]
+  --records N   records to generate (a few are duplicates of others, as a checker's output has)
+  --out FILE    where to write it (replaced in one rename)
+  --seed S      the random seed (default 1): the same seed gives the same bytes
+  --now UNIX    the check times end here (default: now)`,
+  inspect: `usage: proxylist snapshot inspect FILE
+  FILE          the snapshot; exits 1 with the reason when the server would reject it`,
+};
 
 function generate(args: string[]): void {
   const { values } = parseOptions(args, { records: { type: 'string' }, out: { type: 'string' }, seed: { type: 'string' }, now: { type: 'string' } });
@@ -18,8 +30,12 @@ function generate(args: string[]): void {
     seed: integerOption('seed', values.seed, 1, 0, 0xffffffff),
     now: integerOption('now', values.now, Math.floor(Date.now() / 1000), 3600, 0xffffffff),
   });
+  const folder = dirname(resolve(values.out));
+  if (!existsSync(folder) || !statSync(folder).isDirectory()) throw new CodedError('E_USAGE', `cannot write ${values.out}: the folder ${folder} does not exist`);
+  if (existsSync(values.out) && statSync(values.out).isDirectory()) throw new CodedError('E_USAGE', `cannot write ${values.out}: it is a folder`);
   writeFileAtomic(values.out, bytes);
-  process.stdout.write(`wrote ${records} records (${bytes.length} bytes) to ${values.out}\n`);
+  const { columns, meta } = loadSnapshotFile(values.out);
+  process.stdout.write(`wrote ${records} records (${bytes.length} bytes) to ${values.out}: ${columns.rows} distinct, ${meta.duplicates} duplicates of an (ip, port, type)\n`);
 }
 
 /** The checker's pre-publish check: exits non-zero when the server would reject the file. */
@@ -50,7 +66,15 @@ function inspect(args: string[]): void {
 
 export function snapshotCommand(args: string[]): void {
   const [sub, ...rest] = args;
+  if (sub === undefined || sub === '--help' || sub === '-h') {
+    process.stdout.write(SNAPSHOT_USAGE + '\n');
+    return;
+  }
+  if (HELP[sub] && (rest.includes('--help') || rest.includes('-h'))) {
+    process.stdout.write(HELP[sub] + '\n');
+    return;
+  }
   if (sub === 'generate') return generate(rest);
   if (sub === 'inspect') return inspect(rest);
-  throw new CodedError('E_USAGE', SNAPSHOT_USAGE);
+  throw new CodedError('E_USAGE', `unknown snapshot command "${sub}"; see proxylist snapshot --help`);
 }

@@ -121,7 +121,7 @@ function guarded(read: () => SnapshotFile): SnapshotFile {
   } catch (err) {
     if (err instanceof CodedError) throw err;
     if (err instanceof Truncated) {
-      throw new CodedError('E_SNAPSHOT_DECODE', 'snapshot is truncated (partly written?)');
+      throw new CodedError('E_SNAPSHOT_DECODE', 'snapshot ends in the middle of a value: truncated (partly written?), or not a snapshot at all');
     }
     // msgpackr decodes the few top-level values recursively.
     if (err instanceof RangeError && /call stack/.test(err.message)) {

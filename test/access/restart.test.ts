@@ -38,8 +38,8 @@ async function restartHasTwoLeft(state: string): Promise<void> {
 
 const test = suite('usage across restarts');
 
-test('SIGTERM saves the day: 3 requests, restart, 2 more accepted, then 429', async () => {
-  const state = join(dir, 'term.json');
+test('SIGTERM saves the day: 3 requests, restart, 2 more accepted, then 429 (the state folder made at start)', async () => {
+  const state = join(dir, 'not', 'yet', 'term.json');
   const { child, port } = await serve(state);
   for (let i = 0; i < 3; i++) assert.is(await ask(port), 200);
   child.proc.kill('SIGTERM');

@@ -45,7 +45,45 @@ test('usage errors exit 2 with a message', async () => {
   assert.match(child.stderr(), 'missing --snapshot FILE|URL (or PROXYLIST_SNAPSHOT)');
   const unknown = runCli(['serve', '--snapshot', 'x', '--keys', 'y', '--bogus']);
   assert.is(await exitWithin(unknown, 10000), 2);
-  assert.match(unknown.stderr(), "Unknown option '--bogus'");
+  assert.is(unknown.stderr(), 'proxylist: unknown option --bogus\n');
+});
+
+test('every command answers --help and -h, and the program its version', () => {
+  for (const args of [['--help'], ['-h'], ['serve', '--help'], ['demo', '--help'], ['keys', '--help'], ['keys', 'add', '--help'], ['keys', 'list', '-h'], ['keys', 'revoke', '--help'],
+    ['keys', 'enable', '--help'], ['snapshot', '--help'], ['snapshot', 'generate', '--help'], ['snapshot', 'inspect', '--help']]) {
+    const run = runCliSync(args);
+    assert.is(run.status, 0, `${args.join(' ')}: ${run.stderr}`);
+    assert.match(run.stdout, /proxylist/, args.join(' '));
+    assert.is(run.stderr, '');
+  }
+  assert.match(runCliSync(['keys', 'add', '--help']).stdout, /^  --expires TIME /m);
+  assert.match(runCliSync(['snapshot', 'generate', '--help']).stdout, /^  --records N /m);
+  const version = runCliSync(['--version']);
+  assert.is(version.stdout, `proxylist ${(JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version}\n`);
+});
+
+test('errors are one line for a person: no internal code, no doubled prefix', () => {
+  for (const args of [['bogus'], ['snapshot'], ['snapshot', 'frobnicate'], ['keys', 'frobnicate'], ['serve', '--cache-mb', '-1'], ['snapshot', 'inspect'], ['snapshot', 'generate', '--records', '10', '--out', '/nonexistent-folder/s.msgpack']]) {
+    const run = runCliSync(args);
+    assert.ok(run.status !== 0 || args.length === 1, args.join(' '));
+    if (run.status === 0) continue;
+    assert.is(run.stderr.split('\n').filter(Boolean).length, 1, `${args.join(' ')}: ${run.stderr}`);
+    assert.match(run.stderr, /^proxylist: /);
+    assert.not.match(run.stderr, /\[E_|proxylist: proxylist/);
+  }
+  assert.match(runCliSync(['snapshot', 'generate', '--records', '10', '--out', '/nonexistent-folder/s.msgpack']).stderr, 'the folder /nonexistent-folder does not exist');
+});
+
+test('snapshot generate reports distinct records and duplicates as inspect counts them', () => {
+  const dir = tempDir();
+  const out = join(dir, 's.msgpack');
+  const run = runCliSync(['snapshot', 'generate', '--records', '1000', '--out', out, '--seed', '3']);
+  assert.is(run.status, 0, run.stderr);
+  const inspected = JSON.parse(runCliSync(['snapshot', 'inspect', out]).stdout) as { records: number; duplicates_dropped: number };
+  assert.ok(inspected.duplicates_dropped > 0, 'the generator makes duplicates, as checkers do');
+  assert.match(run.stdout, `wrote 1000 records`);
+  assert.match(run.stdout, `: ${inspected.records} distinct, ${inspected.duplicates_dropped} duplicates`);
+  assert.is(runCliSync(['snapshot', 'generate', '--records', '10', '--out', dir]).stderr, `proxylist: cannot write ${dir}: it is a folder\n`);
 });
 
 test('serve --help has a line per option, with its environment variable; the README\'s table is the same list', () => {

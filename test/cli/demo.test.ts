@@ -2,7 +2,10 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { freePort } from '../helpers/cli.js';
+import { readdirSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { freePort, runCliSync } from '../helpers/cli.js';
 import { eventually } from '../helpers/server.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -38,6 +41,21 @@ test('answers a request for its printed key within 10 s of starting', async () =
     process.kill(-child.pid!, 'SIGTERM');
     await new Promise((r) => child.on('exit', r));
   }
+});
+
+test('a demo that cannot listen says why, and leaves no folder behind', async () => {
+  const blocker = createServer().listen(0, '127.0.0.1');
+  await new Promise((r) => blocker.once('listening', r));
+  const port = (blocker.address() as AddressInfo).port;
+  const before = readdirSync(tmpdir()).filter((n) => n.startsWith('proxylist-demo-'));
+  try {
+    const run = runCliSync(['demo', '--port', String(port)]);
+    assert.is.not(run.status, 0);
+    assert.match(run.stderr, `cannot listen on 127.0.0.1:${port}`);
+  } finally {
+    blocker.close();
+  }
+  assert.equal(readdirSync(tmpdir()).filter((n) => n.startsWith('proxylist-demo-')), before);
 });
 
 test.run();

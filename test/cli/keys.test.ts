@@ -57,4 +57,31 @@ test('revoke disables a key by name; the server refuses it at the next reload', 
   assert.is(none.code, 2);
 });
 
+test('revoke and enable by id prefix; twice says nothing changed; the server follows', async ({ t }) => {
+  const key = (await cli(['keys', 'add', '--keys', t.keys, '--name', 'prefixed', '--per-window', 'null'])).out.trim();
+  const id = sha256Hex(key).slice(0, 8);
+  const revoked = await cli(['keys', 'revoke', '--keys', t.keys, id]);
+  assert.is(revoked.code, 0, revoked.err);
+  assert.is(revoked.out, `revoked prefixed (id ${id})\n`);
+  const again = await cli(['keys', 'revoke', '--keys', t.keys, id]);
+  assert.is(again.out, `prefixed (id ${id}) is revoked already; nothing changed\n`);
+  await eventually(async () => (await t.get(`/api?key=${key}&count=1`)).status === 401, 3000, 'revoked');
+  const enabled = await cli(['keys', 'enable', '--keys', t.keys, 'prefixed']);
+  assert.is(enabled.out, `enabled prefixed (id ${id})\n`);
+  await eventually(async () => (await t.get(`/api?key=${key}&count=1`)).status === 200, 3000, 'enabled again');
+});
+
+test('add refuses a malformed --expires and a negative limit in one line each, and warns of a time already past', async ({ t }) => {
+  const tomorrow = await cli(['keys', 'add', '--keys', t.keys, '--expires', 'tomorrow']);
+  assert.is(tomorrow.code, 2);
+  assert.is(tomorrow.err, 'proxylist: --expires must be an ISO 8601 time such as 2027-01-31T00:00:00+02:00, not "tomorrow"\n');
+  const negative = await cli(['keys', 'add', '--keys', t.keys, '--daily', '-5']);
+  assert.is(negative.code, 2);
+  assert.is(negative.err, 'proxylist: --daily needs a value (a value that starts with "-" is not one)\n');
+  const past = await cli(['keys', 'add', '--keys', t.keys, '--name', 'old', '--expires', '2020-01-01T00:00:00+02:00']);
+  assert.is(past.code, 0, past.err);
+  assert.match(past.err, 'warning: --expires 2020-01-01T00:00:00+02:00 has passed');
+  assert.match((await cli(['keys', 'list', '--keys', t.keys])).out, /old\s+expired/);
+});
+
 test.run();

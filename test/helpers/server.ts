@@ -25,8 +25,16 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
+/** Folders made by tempDir that are still there: whatever a test did not remove goes when the test process exits. */
+const made = new Set<string>();
+process.once('exit', () => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+
 export function tempDir(): string {
-  return mkdtempSync(join(tmpdir(), 'proxylist-test-'));
+  const dir = mkdtempSync(join(tmpdir(), 'proxylist-test-'));
+  made.add(dir);
+  return dir;
 }
 
 /**
