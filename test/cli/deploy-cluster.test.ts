@@ -47,9 +47,8 @@ test('an instance started as the template says serves from the origin, limited t
     }
     assert.is(env.PROXYLIST_PORT, port, 'the instance name is its port');
     const exec = settings('ExecStart')[0].split(/\s+/);
-    assert.equal(exec.slice(0, 2), ['/usr/bin/env', 'node']);
-    assert.match(exec[2], /dist\/src\/cli\/main\.js$/);
-    const child = runCli(exec.slice(3), env);
+    assert.equal(exec.slice(0, 2), ['/usr/bin/env', 'proxylist']);
+    const child = runCli(exec.slice(2), env);
     try {
       await untilReady(port, 15_000);
       const ask = async () => (await fetch(`http://127.0.0.1:${port}/api?key=k&count=1`)).status;
