@@ -1,4 +1,4 @@
-import { parseIPv4 } from '../snapshot/format.js';
+import { parseIPv4 } from '../core/vocabulary.js';
 
 /**
  * Client addresses as numbers: an IPv4 address is its uint32; an IPv6 address

@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { writeFileAtomic } from '../core/atomic-write.js';
 import { CodedError } from '../core/errors.js';
 import { loadSnapshotFile } from '../snapshot/decode.js';
-import { ANONS, TYPES } from '../snapshot/format.js';
+import { ANONS, TYPES } from '../core/vocabulary.js';
 import { generateSnapshot } from '../snapshot/generate.js';
 import { integerOption, parseOptions } from './args.js';
 

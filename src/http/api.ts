@@ -7,7 +7,7 @@ import type { Limiter, Verdict } from '../access/limiter.js';
 import { rateLimitHeaders } from '../access/rate-limit-headers.js';
 import type { Tagger } from '../query/etag.js';
 import type { QueryMemo } from '../query/query-memo.js';
-import { DEFAULT_SERVICES } from '../snapshot/format.js';
+import { DEFAULT_SERVICES } from '../core/vocabulary.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import { answerHeaders, answerWith } from './answer.js';
 import type { BodySources } from './bodies.js';

@@ -23,10 +23,9 @@ const POOLED_CHUNKS = 128;
 export const DEFAULT_WHOLE_BODIES_BYTES = 512 * 1024 * 1024;
 /**
  * A buffer given back by a production is kept this long for the next one.
- * Each new one costs a page fault per 4 KB written (a third of a second for
- * the 350 MB JSON dump of a million records), and freeing one stalls the
- * garbage collector tens of milliseconds: clients that fetch the same large
- * body again and again would pay both each time.
+ * Each new one costs a page fault per 4 KB written, and freeing one stalls
+ * the garbage collector: clients that fetch the same large body again and
+ * again would pay both each time (bench/README.md has the measure).
  */
 const SPARE_WHOLE_MS = 60_000;
 

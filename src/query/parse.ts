@@ -1,4 +1,4 @@
-import { ANONS, RECORD_FIELDS, TYPES, parseIPv4 } from '../snapshot/format.js';
+import { ANONS, RECORD_FIELDS, TYPES, parseIPv4 } from '../core/vocabulary.js';
 import type { Get, IpItem, Plan, Sort } from './plan.js';
 import type { RawParams } from './query-string.js';
 

@@ -1,4 +1,4 @@
-import { ANONS, TYPES } from '../snapshot/format.js';
+import { ANONS, TYPES } from '../core/vocabulary.js';
 import type { Store } from '../store/store.js';
 import { execute } from './execute.js';
 import type { Plan } from './plan.js';

@@ -1,6 +1,6 @@
 import { formatIsoOffset } from '../core/service-time.js';
 import type { Plan } from '../query/plan.js';
-import { ANONS, TYPES } from '../snapshot/format.js';
+import { ANONS, TYPES } from '../core/vocabulary.js';
 import type { Store } from '../store/store.js';
 import { containerClose, emptyContainer, jsonFrameLength, jsonRowBound, jsonRowsLength, renderJson, type JsonShape } from './json.js';
 import type { OutputBuffer } from './output-buffer.js';

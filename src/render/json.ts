@@ -1,4 +1,4 @@
-import { ANONS, RECORD_FIELDS, TYPES } from '../snapshot/format.js';
+import { ANONS, RECORD_FIELDS, TYPES } from '../core/vocabulary.js';
 import type { Store } from '../store/store.js';
 import { utf8 as enc } from '../store/encode.js';
 import type { OutputBuffer } from './output-buffer.js';

@@ -1,5 +1,5 @@
 import type { StatsCounts } from '../query/stats.js';
-import { ANONS, TYPES } from '../snapshot/format.js';
+import { ANONS, TYPES } from '../core/vocabulary.js';
 
 /**
  * The get=stats body, as `JSON.stringify(value, null, 2)` (pretty) or

@@ -1,4 +1,4 @@
-import { TYPES } from '../snapshot/format.js';
+import { TYPES } from '../core/vocabulary.js';
 import { MAX_LINE_BYTES } from '../store/columns.js';
 import type { Store } from '../store/store.js';
 import { packStrings } from '../store/encode.js';

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { CodedError, messageOf } from '../core/errors.js';
-import { RecordExtractor, buildStore } from '../store/build.js';
+import { buildStore } from '../store/build.js';
+import { RecordExtractor } from './record-extractor.js';
 import type { StoreColumns, StoreMeta } from '../store/columns.js';
-import { DEFAULT_SERVICES, describeTopLevelError, serviceNamesProblem, validateTopLevel, type SnapshotFile } from './format.js';
+import { describeTopLevelError, serviceNamesProblem, validateTopLevel, type SnapshotFile } from './format.js';
+import { DEFAULT_SERVICES } from '../core/vocabulary.js';
 import { Truncated, arrayHeader, decodeOne, mapHeader, skipValue } from './msgpack-walk.js';
 import { RecordDecoder } from './record-decoder.js';
 

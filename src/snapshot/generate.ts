@@ -1,5 +1,6 @@
 import { Packr } from 'msgpackr';
-import { ANONS, DEFAULT_SERVICES, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, TYPES, type SnapshotRecord } from './format.js';
+import { SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type SnapshotRecord } from './format.js';
+import { ANONS, DEFAULT_SERVICES, TYPES } from '../core/vocabulary.js';
 
 /** Country → [weight, cities as [ru, en]]: roughly the mix of public proxy lists. */
 const GEO: Array<[string, number, Array<[string, string]>]> = [

@@ -1,4 +1,4 @@
-import { parseIPv4Bytes } from './format.js';
+import { parseIPv4Bytes } from '../core/vocabulary.js';
 import { skipValue, Truncated } from './msgpack-walk.js';
 
 /**

@@ -5,13 +5,6 @@ import type { Logger } from '../core/log.js';
 import { Store } from '../store/store.js';
 import { loadInWorker } from './load-in-worker.js';
 
-export interface FeedHealth {
-  store: Store | null;
-  reloadsOk: number;
-  reloadsFailed: number;
-  lastError: string | null;
-}
-
 /**
  * The snapshot the server answers from. Each new version of the file is built
  * in a worker and swapped in as one reference; a request reads `current` once

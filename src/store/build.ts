@@ -1,23 +1,19 @@
-import { createHash } from 'node:crypto';
-import { Packr } from 'msgpackr';
-import { ANONS, DEFAULT_SERVICES, TYPES } from '../snapshot/format.js';
-import { RecordDecoder } from '../snapshot/record-decoder.js';
+import { ANONS, TYPES } from '../core/vocabulary.js';
 import { formatTimecheck } from '../core/service-time.js';
 import { newFamily, member, setBit } from './bitset.js';
 import { MAX_LINE_BYTES, READ_SLACK, type ByteStrings, type StoreColumns, type StoreMeta } from './columns.js';
 import { packStrings, writeAscii, writeIPv4, writeUint } from './encode.js';
 import { radixSortIndices, uint32Digits } from './radix-sort.js';
 
-const MAX_SKIP_REASONS = 10;
-
 /**
- * Takes records one at a time, as the decoder reads them, and keeps the
- * fields of the valid ones in columns indexed by valid-record number.
+ * The valid records of a snapshot, a column each, indexed by record number
+ * in file order (the snapshot stage extracts them while it decodes).
  */
-export class RecordExtractor {
-  count = 0;
-  skipped = 0;
-  readonly skipReasons: string[] = [];
+export interface ExtractedRecords {
+  readonly serviceNames: readonly string[];
+  readonly count: number;
+  readonly skipped: number;
+  readonly skipReasons: string[];
   readonly ip: Uint32Array;
   readonly port: Uint16Array;
   readonly type: Uint8Array;
@@ -29,72 +25,9 @@ export class RecordExtractor {
   readonly city: Uint32Array;
   readonly services: Uint32Array;
   readonly ipOut: Uint32Array;
-  readonly cities: Array<{ ru: string; en: string }> = [{ ru: '', en: '' }];
-  /** Country id by the code's two char codes (c1 * 256 + c2); -1 unseen. */
-  private readonly countryIds = new Int16Array(65536).fill(-1);
-  private readonly countryCodes: string[] = [];
-  /** City id by the raw bytes of the record's `city` value. */
-  private readonly cityIds = new Map<string, number>();
-
-  constructor(readonly serviceNames: readonly string[], capacity: number) {
-    this.ip = new Uint32Array(capacity);
-    this.port = new Uint16Array(capacity);
-    this.type = new Uint8Array(capacity);
-    this.anon = new Uint8Array(capacity);
-    this.works = new Uint8Array(capacity);
-    this.ping = new Float64Array(capacity);
-    this.checkedAt = new Uint32Array(capacity);
-    this.country = new Uint16Array(capacity);
-    this.city = new Uint32Array(capacity);
-    this.services = new Uint32Array(capacity);
-    this.ipOut = new Uint32Array(capacity);
-  }
-
-  /** Takes the record the decoder has just read from `b`. */
-  take(d: RecordDecoder, b: Buffer, index: number): void {
-    if (d.problem !== null) {
-      this.skipped++;
-      if (this.skipReasons.length < MAX_SKIP_REASONS) this.skipReasons.push(`record ${index}: ${d.problem}`);
-      return;
-    }
-    const m = this.count++;
-    this.ip[m] = d.ip;
-    this.port[m] = d.port;
-    this.type[m] = d.type;
-    this.anon[m] = d.anon;
-    this.works[m] = d.works;
-    this.ping[m] = d.ping;
-    this.checkedAt[m] = d.checkedAt;
-    this.ipOut[m] = d.ipOut >= 0 ? d.ipOut : d.ip;
-    this.services[m] = d.services;
-
-    let countryId = this.countryIds[d.country];
-    if (countryId < 0) {
-      this.countryIds[d.country] = countryId = this.countryCodes.length;
-      this.countryCodes.push(String.fromCharCode(d.country >> 8, d.country & 255));
-    }
-    this.country[m] = countryId;
-
-    let cityId = 0;
-    if (d.cityStart >= 0) {
-      const key = b.toString('latin1', d.cityStart, d.cityEnd);
-      const known = this.cityIds.get(key);
-      if (known !== undefined) cityId = known;
-      else {
-        this.cityIds.set(key, (cityId = this.cities.length));
-        this.cities.push({ ru: d.ruStart >= 0 ? b.toString('utf8', d.ruStart, d.ruEnd) : '', en: d.enStart >= 0 ? b.toString('utf8', d.enStart, d.enEnd) : '' });
-      }
-    }
-    this.city[m] = cityId;
-  }
-
-  /** Country codes in alphabetical order (ids do not depend on record order); renumbers the column. */
-  countries(): string[] {
-    const sorted = [...this.countryCodes].sort();
-    const remap = this.countryCodes.map((c) => sorted.indexOf(c));
-    for (let m = 0; m < this.count; m++) this.country[m] = remap[this.country[m]];
-    return sorted;
-  }
+  readonly cities: Array<{ ru: string; en: string }>;
+  /** Country codes in alphabetical order; renumbers the country column to match. */
+  countries(): string[];
 }
 
 /** Sort key for ping: the value itself, or its rank where some ping exceeds 32 bits. */
@@ -129,27 +62,12 @@ function gather<T extends Column>(src: T, order: Uint32Array, rows: number): T {
 }
 
 /**
- * Builds the columnar store from a decoded snapshot whose top level is valid.
- * Invalid records are skipped and counted; of duplicates of one (ip, port,
- * type) the latest `checked_at` is kept, and on a tie the one later in the file.
+ * Builds the columnar store from the valid records of a snapshot. Of
+ * duplicates of one (ip, port, type) the latest `checked_at` is kept, and on
+ * a tie the one later in the file. `contentHash` identifies the snapshot's
+ * bytes: instances that load one file agree on it (it seeds the ETags).
  */
-/** For callers that hold records as objects (tests, tools): encoded, then read like a file. */
-export function buildFromRecords(proxies: readonly unknown[], services: readonly string[] = DEFAULT_SERVICES, generatedAt = 0): { columns: StoreColumns; meta: StoreMeta } {
-  const packr = new Packr({ useRecords: false });
-  const decoder = new RecordDecoder(services);
-  const x = new RecordExtractor(services, proxies.length);
-  const content = createHash('sha256').update(packr.pack([generatedAt, services]));
-  proxies.forEach((r, i) => {
-    const bytes = packr.pack(r);
-    content.update(bytes);
-    decoder.read(bytes, 0);
-    x.take(decoder, bytes, i);
-  });
-  return buildStore(x, generatedAt, content.digest('base64url'));
-}
-
-/** `contentHash` identifies the snapshot's bytes: instances that load one file agree on it (it seeds the ETags). */
-export function buildStore(x: RecordExtractor, generatedAt: number, contentHash: string): { columns: StoreColumns; meta: StoreMeta } {
+export function buildStore(x: ExtractedRecords, generatedAt: number, contentHash: string): { columns: StoreColumns; meta: StoreMeta } {
   const services = x.serviceNames;
   const countries = x.countries();
   const m = x.count;

@@ -1,4 +1,4 @@
-import { ANONS, TYPES } from '../snapshot/format.js';
+import { ANONS, TYPES } from '../core/vocabulary.js';
 import { member } from './bitset.js';
 import type { ByteStrings, StoreColumns, StoreMeta } from './columns.js';
 import { utf8 } from './encode.js';

@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { readQuery } from '../../src/query/query-string.js';
 import { parsePlan } from '../../src/query/parse.js';
 import { planKey } from '../../src/query/plan.js';
-import { DEFAULT_SERVICES } from '../../src/snapshot/format.js';
+import { DEFAULT_SERVICES } from '../../src/core/vocabulary.js';
 
 const values = (q: string | undefined) => Object.fromEntries(readQuery(q).values);
 const plan = (q: string) => {

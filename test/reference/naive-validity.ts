@@ -2,7 +2,7 @@
  * The reference's own reading of API.md section 2 on decoded objects, written
  * independently of the service's byte-level decoder, so each checks the other.
  */
-import { ANONS, TYPES } from '../../src/snapshot/format.js';
+import { ANONS, TYPES } from '../../src/core/vocabulary.js';
 
 const IPV4 = /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})$/;
 const isIPv4 = (v: unknown): boolean => typeof v === 'string' && IPV4.test(v) && v.split('.').every((o) => Number(o) <= 255);

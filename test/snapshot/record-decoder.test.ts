@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { Packr } from 'msgpackr';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DEFAULT_SERVICES } from '../../src/snapshot/format.js';
+import { DEFAULT_SERVICES } from '../../src/core/vocabulary.js';
 import { RecordDecoder } from '../../src/snapshot/record-decoder.js';
 import { recordProblem } from '../reference/naive-validity.js';
 

@@ -1,6 +1,6 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { buildFromRecords } from '../../src/store/build.js';
+import { buildFromRecords } from '../helpers/build-store.js';
 import { Store } from '../../src/store/store.js';
 import { hasBit } from '../../src/store/bitset.js';
 import type { SnapshotRecord } from '../../src/snapshot/format.js';
