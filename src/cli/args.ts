@@ -28,3 +28,16 @@ function parserMessage(message: string): string {
   if (/does not take an argument/.test(message)) return `${option} takes no value`;
   return message.split('\n')[0];
 }
+
+/**
+ * Prints the help a command line asks for, if it does: the command's usage
+ * for no subcommand or --help/-h, a subcommand's lines for `SUB --help`.
+ * Returns whether it did.
+ */
+export function printedHelp(args: string[], usage: string, help: Record<string, string>): boolean {
+  const [sub, ...rest] = args;
+  const asked = (xs: string[]) => xs.includes('--help') || xs.includes('-h');
+  const text = sub === undefined || sub === '--help' || sub === '-h' ? usage : help[sub] && asked(rest) ? help[sub] : null;
+  if (text !== null) process.stdout.write(text + '\n');
+  return text !== null;
+}

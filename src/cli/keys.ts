@@ -3,7 +3,7 @@ import { KeyTable, sha256Hex } from '../access/keys.js';
 import { writeFileAtomic } from '../core/atomic-write.js';
 import { CodedError, messageOf } from '../core/errors.js';
 import { formatIsoOffset } from '../core/service-time.js';
-import { parseOptions } from './args.js';
+import { parseOptions, printedHelp } from './args.js';
 import { randomKey } from './demo.js';
 
 export const KEYS_USAGE = `proxylist keys add --keys FILE [options]      a new key, printed once
@@ -134,15 +134,8 @@ function setDisabled(args: string[], disabled: boolean): void {
 }
 
 export function keysCommand(args: string[]): void {
+  if (printedHelp(args, KEYS_USAGE, HELP)) return;
   const [sub, ...rest] = args;
-  if (sub === undefined || sub === '--help' || sub === '-h') {
-    process.stdout.write(KEYS_USAGE + '\n');
-    return;
-  }
-  if (HELP[sub] && (rest.includes('--help') || rest.includes('-h'))) {
-    process.stdout.write(HELP[sub] + '\n');
-    return;
-  }
   if (sub === 'add') return add(rest);
   if (sub === 'list') return list(rest);
   if (sub === 'revoke') return setDisabled(rest, true);

@@ -5,7 +5,7 @@ import { CodedError } from '../core/errors.js';
 import { loadSnapshotFile } from '../snapshot/decode.js';
 import { ANONS, TYPES } from '../core/vocabulary.js';
 import { generateSnapshot } from '../snapshot/generate.js';
-import { integerOption, parseOptions } from './args.js';
+import { integerOption, parseOptions, printedHelp } from './args.js';
 
 export const SNAPSHOT_USAGE = `proxylist snapshot generate --records N --out FILE [options]   a realistic test snapshot
 proxylist snapshot inspect FILE                                what the server would load, or why not`;
@@ -65,15 +65,8 @@ function inspect(args: string[]): void {
 }
 
 export function snapshotCommand(args: string[]): void {
+  if (printedHelp(args, SNAPSHOT_USAGE, HELP)) return;
   const [sub, ...rest] = args;
-  if (sub === undefined || sub === '--help' || sub === '-h') {
-    process.stdout.write(SNAPSHOT_USAGE + '\n');
-    return;
-  }
-  if (HELP[sub] && (rest.includes('--help') || rest.includes('-h'))) {
-    process.stdout.write(HELP[sub] + '\n');
-    return;
-  }
   if (sub === 'generate') return generate(rest);
   if (sub === 'inspect') return inspect(rest);
   throw new CodedError('E_USAGE', `unknown snapshot command "${sub}"; see proxylist snapshot --help`);
