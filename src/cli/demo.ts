@@ -53,7 +53,8 @@ export async function demoCommand(args: string[]): Promise<void> {
 
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
-    server = await startServer({ snapshot, keys, port, host, logLevel: process.env.PROXYLIST_LOG_LEVEL ?? 'warn' });
+    // No balancer in front of the demo: it stops at once.
+    server = await startServer({ snapshot, keys, port, host, logLevel: process.env.PROXYLIST_LOG_LEVEL ?? 'warn', drainS: 0 });
   } catch (err) {
     // A port in use, say: the demo's folder goes with it.
     rmSync(dir, { recursive: true, force: true });
