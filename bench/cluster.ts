@@ -1,5 +1,5 @@
 /**
- * Several instances (API.md 6), on this machine:
+ * Several instances (README, Several instances), on this machine:
  * - S1: the unlimited-key small-answer mix, one instance with --limiter
  *   redis:// against one with the memory limiter (alternating runs);
  * - S2: 10,000 keys at the default limits (2 per 5 s), the same two

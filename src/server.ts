@@ -162,7 +162,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
-      // Draining (API.md 6.3): /health says so at once, and requests are served on for a while, so that a balancer moves away first.
+      // Draining (README, Several instances): /health says so at once, and requests are served on for a while, so that a balancer moves away first.
       life.draining = true;
       waiters.answerAll();
       const drainMs = (o.drainS ?? DEFAULT_DRAIN_S) * 1000;

@@ -26,13 +26,13 @@ export interface DailyState {
 }
 
 /**
- * The usage limits of API.md 1.5, per key: in this process's memory, or
- * shared by several instances in Redis (API.md 6.1). An admission is
+ * The usage limits of the README (Usage limits), per key: in this process's memory, or
+ * shared by several instances in Redis (README, Several instances). An admission is
  * decided at once when the limiter can (always in memory), or later, after
  * a round trip.
  */
 export interface Limiter {
-  /** Steps 4 to 7 of API.md 1.4: subnet, frequency, daily; counts the request only if all pass. */
+  /** The limit checks of the README's Errors: subnet, frequency, daily; counts the request only if all pass. */
   admit(key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict | Promise<Verdict>;
   /** What the key has left, for verdicts that do not carry it; null when not known. */
   allowance(key: KeyEntry, nowMs: number, monoMs: number): Allowance | null;
@@ -46,7 +46,7 @@ export interface Limiter {
 export const secondsToCover = (ms: number): number => Math.ceil(Math.round(ms) / 1000);
 const ceilS = (ms: number): number => Math.max(1, secondsToCover(ms));
 
-/** The refusals of API.md 1.4, whichever limiter decided them; `retryMs` until the client may succeed. */
+/** The refusals of the README's Errors, whichever limiter decided them; `retryMs` until the client may succeed. */
 export const refusals = {
   subnet: (limit: number, subnet: number, retryMs: number): Refusal => ({
     ok: false,

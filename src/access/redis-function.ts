@@ -1,7 +1,7 @@
 /**
- * The Redis Function that admits one request (API.md 6.1), loaded with
+ * The Redis Function that admits one request (README, Several instances), loaded with
  * FUNCTION LOAD REPLACE. One FCALL reads the time on the Redis server,
- * checks the subnet, frequency and daily limits in the order of API.md 1.4,
+ * checks the subnet, frequency and daily limits in the order of the README's Errors,
  * and changes the state only when all three pass.
  *
  * Keys (one hash tag per access key, so that a Redis Cluster keeps them in

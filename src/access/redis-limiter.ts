@@ -31,8 +31,8 @@ export interface RedisLimiterOptions {
 }
 
 /**
- * The limits of API.md 1.5 shared by every instance that uses one Redis
- * (API.md 6.1): one FCALL per admission, the time read inside Redis.
+ * The limits of the README (Usage limits) shared by every instance that uses one Redis
+ * (README, Several instances): one FCALL per admission, the time read inside Redis.
  *
  * Decided here without a round trip: keys without limits; refusals, which
  * are remembered per key and subnet until their retry time (exact, since

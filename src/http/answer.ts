@@ -12,7 +12,7 @@ const DOWNLOAD: Partial<Record<Get, string>> = {
   'json.file': 'attachment; filename="proxies.json"',
 };
 
-/** The fixed headers of a 200 (API.md 1.3, 5.4, 5.5), per output and content coding, built once. */
+/** The fixed headers of a 200 (README, Parameters; README, ETag and wait; README, Compressed bodies), per output and content coding, built once. */
 const fixedHeaders = (get: Get, encoding: string | null): Headers => {
   const headers: Array<[string, string]> = [['Content-Type', get.startsWith('txt') ? TEXT : JSON_TYPE], ['Cache-Control', 'private, no-cache'], ['Vary', 'Accept-Encoding']];
   const disposition = DOWNLOAD[get];

@@ -59,7 +59,7 @@ export function targetTooLong(url: string, query: string | undefined): boolean {
 }
 
 /**
- * GET and HEAD /api: checks in the order of API.md 1.4, then the plan and
+ * GET and HEAD /api: checks in the order of the README's Errors, then the plan and
  * its ETag; a matching If-None-Match gets its 304, or with `wait` is held
  * until the answer changes; otherwise the body from its source (the cache,
  * a production under way, or a new one), handed to the sender. Everything
@@ -69,7 +69,7 @@ export function targetTooLong(url: string, query: string | undefined): boolean {
 export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest) => void {
   const { sender } = deps;
 
-  /** Steps 4 to 9 of API.md 1.4 once the limiter has decided, then the answer. */
+  /** The checks of the README's Errors after the limits, once the limiter has decided, then the answer. */
   const admitted = (ex: Exchange, memo: MemoEntry, entry: KeyEntry, verdict: Verdict, headers: RequestHeaders, nowMs: number, monoMs: number): void => {
     const allowance = verdict.allowance !== undefined ? verdict.allowance : deps.limiter.allowance(entry, nowMs, monoMs);
     const rate = allowance ? rateLimitHeaders(entry, allowance) : NO_HEADERS;

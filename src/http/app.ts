@@ -15,7 +15,7 @@ type UwsHandler = (res: HttpResponse, req: HttpRequest) => void;
 const byMethod = (head: UwsHandler, other: UwsHandler): UwsHandler => (res, req) => (req.getMethod() === 'head' ? head : other)(res, req);
 
 const JSON_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-store']] as const;
-/** The OpenAPI document of the service (API.md 7), as the repository holds it. */
+/** The OpenAPI document of the service (openapi.json), as the repository holds it. */
 const OPENAPI = readFileSync(new URL('../../../openapi.json', import.meta.url));
 const OPENAPI_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-cache']] as const;
 

@@ -2,12 +2,12 @@ import { formatIsoOffset } from '../core/service-time.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { Lifecycle } from './lifecycle.js';
 
-/** The /health document (API.md 1.6, 6.1, 6.3) and whether the service takes requests. */
+/** The /health document (docs/operations.md; README, Several instances) and whether the service takes requests. */
 export function healthReport(feed: SnapshotFeed, life: Lifecycle): { ready: boolean; body: string } {
   const reloads = { ok: feed.reloadsOk, failed: feed.reloadsFailed, last_error: feed.lastError };
   const redis = life.limiter;
   const o = life.origin;
-  // What the snapshot origin and a shared limiter say, when there are any (API.md 6.1, 6.2).
+  // What the snapshot origin and a shared limiter say, when there are any (README, Several instances).
   const extra = {
     ...(o ? { origin: { url: o.url, downloads: o.downloads, not_modified: o.notModified, last_error: o.lastError } } : {}),
     ...(redis ? { limiter: { kind: 'redis', up: redis.up, fallback: redis.fallbacks, last_error: redis.lastError } } : {}),

@@ -3,7 +3,7 @@ import type { SnapshotOrigin } from '../snapshot/origin.js';
 
 /** What /health and /metrics tell of the instance beside the snapshot. */
 export interface Lifecycle {
-  /** Stopping: the balancer is to send requests elsewhere (API.md 6.3). */
+  /** Stopping: the balancer is to send requests elsewhere (README, Several instances). */
   draining: boolean;
   limiter: RedisLimiter | null;
   /** The http(s) origin the snapshot is downloaded from, if any. */

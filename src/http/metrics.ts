@@ -21,7 +21,7 @@ class RouteStats {
 }
 
 /**
- * The Prometheus series of API.md 1.6, through prom-client, except the two
+ * The Prometheus series of docs/operations.md, through prom-client, except the two
  * that every response updates: prom-client hashes a child's labels on each
  * update (microseconds a request, over 10% of the throughput of small
  * answers), so request counts and latencies are plain numbers here, written

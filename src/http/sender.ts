@@ -175,7 +175,7 @@ export class Sender {
     });
   }
 
-  /** A one-line `Error: ...` answer (API.md 1.4). */
+  /** A one-line `Error: ...` answer (README, Errors). */
   error(ex: Exchange, status: string, message: string, extra: Headers = []): void {
     const headers: Headers = extra.length === 0 ? ERROR_HEADERS : [...ERROR_HEADERS, ...extra];
     this.bytes(ex, status, headers, encoder.encode(`Error: ${message}`));

@@ -42,7 +42,7 @@ interface Group {
 }
 
 /**
- * Requests with `wait` whose If-None-Match matched (API.md 5.4). The tags of
+ * Requests with `wait` whose If-None-Match matched (README, ETag and wait). The tags of
  * the queries held are worked out again when a snapshot is swapped in, and
  * each time the clock enters a new second (rows leave the window then); a
  * query whose tag changed wakes its requests with the new body, produced

@@ -21,7 +21,7 @@ const invalid = (name: string, value: string, allowed: string): BadParam =>
 export type ParseResult = { ok: true; plan: Plan } | { ok: false; message: string };
 
 /**
- * Turns the decoded parameters into a validated plan (API.md 1.1 to 1.3).
+ * Turns the decoded parameters into a validated plan (README, Parameters).
  * `services` are the loaded snapshot's names, which `service` and `fields` accept.
  */
 export function parsePlan(raw: RawParams, services: readonly string[]): ParseResult {

@@ -14,7 +14,7 @@ export interface Plan {
   /** Type codes, in first-given order, without duplicates; null = no filter. */
   types: number[] | null;
   anons: number[] | null;
-  /** Ports, in first-given order, without duplicates (API.md 5.1). */
+  /** Ports, in first-given order, without duplicates (README, Parameters). */
   ports: number[] | null;
   /** The same ports, for the check per row. */
   portSet: ReadonlySet<number> | null;
@@ -28,9 +28,9 @@ export interface Plan {
   cities: string[] | null;
   /** Service names as the snapshot spells them. */
   services: string[] | null;
-  /** Seconds to hold a request whose If-None-Match matches (API.md 5.4); not part of the answer. */
+  /** Seconds to hold a request whose If-None-Match matches (README, ETag and wait); not part of the answer. */
   wait: number | null;
-  /** The order (API.md 5.2); null when not given, which is `time`. */
+  /** The order (README, Parameters); null when not given, which is `time`. */
   sort: Sort | null;
   /** Entries skipped before `count` applies; null when not given. */
   offset: number | null;
@@ -52,7 +52,7 @@ export interface Plan {
 
 /**
  * Whether the body for a narrower time window is the rows of this one's
- * below the window's end (API.md order, freshest first, without the
+ * below the window's end (the default order, freshest first, without the
  * envelope, whose count and time change): what the cache and productions
  * under way narrow.
  */

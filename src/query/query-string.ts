@@ -44,7 +44,7 @@ export function readQuery(query: string | undefined): RawParams {
       if (name === null || value === null) {
         malformed ??= name ?? query.slice(start, hasValue ? eq : end);
       } else if (value !== '') {
-        // An empty value counts as the parameter not given (API.md 1.1).
+        // An empty value counts as the parameter not given (README, Parameters).
         const list = values.get(name);
         if (list) list.push(value);
         else values.set(name, [value]);

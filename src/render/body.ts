@@ -6,7 +6,7 @@ import { containerClose, emptyContainer, jsonFrameLength, jsonRowBound, jsonRows
 import type { OutputBuffer } from './output-buffer.js';
 import { renderTxt, txtLength, txtRowBound } from './txt.js';
 
-/** The effective filters of the envelope, keys in the order API.md 1.3 and 5.2 give. */
+/** The effective filters of the envelope, keys in the order the README's Parameters give. */
 export function envelopeFilters(plan: Plan): Record<string, unknown> {
   const f: Record<string, unknown> = {};
   if (plan.types) f.type = plan.types.map((t) => TYPES[t]);

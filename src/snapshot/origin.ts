@@ -10,7 +10,7 @@ import { messageOf } from '../core/errors.js';
 const DOWNLOAD_TIMEOUT_MS = 120_000;
 
 /**
- * One snapshot for every instance (API.md 6.2): an http(s) origin polled
+ * One snapshot for every instance (README, Several instances): an http(s) origin polled
  * with a conditional GET every `pollS` seconds. A changed file is streamed
  * to a temporary file beside `localPath` and renamed over it, so it loads
  * exactly as a local file does (watched, built in a worker, swapped). A

@@ -116,7 +116,7 @@ export function buildStore(x: ExtractedRecords, generatedAt: number, contentHash
     addrId[r] = addrCount - 1;
   }
 
-  // The other orders of API.md 5.2; stable passes over the row order keep it for ties.
+  // The other orders (README, Parameters); stable passes over the row order keep it for ties.
   // (The sort may reorder the array it is given: each gets its own.)
   const rowOrder = (): Uint32Array => {
     const order = new Uint32Array(rows);

@@ -39,7 +39,7 @@ export interface StoreColumns {
   addrCount: number;
   /** Row ids ordered by ip, port, type: the `ip` filter binary-searches it. */
   byAddress: Uint32Array;
-  /** Rows by ping ascending, and by works descending; ties in row order (API.md 5.2). */
+  /** Rows by ping ascending, and by works descending; ties in row order (README, Parameters). */
   byPing: Uint32Array;
   byWorks: Uint32Array;
   /** `ip:port\n` per row, contiguous in row order, so a run of rows is one copy. */

@@ -3,7 +3,7 @@ import { member } from './bitset.js';
 import type { ByteStrings, StoreColumns, StoreMeta } from './columns.js';
 import { utf8 } from './encode.js';
 
-/** The comparison form of a city name, API.md 1.2. */
+/** The comparison form of a city name (README, Parameters). */
 export const normalizeCity = (s: string): string => s.trim().normalize('NFC').toLowerCase();
 
 function longest(strings: ByteStrings): number {

@@ -13,7 +13,7 @@ import { eventually, tempDir } from '../helpers/server.js';
 /**
  * Three instances behind haproxy with the configuration of deploy/ (its
  * ports moved to free ones), sharing one Redis: an instance stopped with
- * SIGTERM under load drains (API.md 6.3) and no request fails at the client.
+ * SIGTERM under load drains (README, Several instances) and no request fails at the client.
  */
 const CONFIG = readFileSync(fileURLToPath(new URL('../../../deploy/haproxy.cfg', import.meta.url)), 'utf8');
 

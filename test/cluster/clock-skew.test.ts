@@ -12,7 +12,7 @@ import { tempDir } from '../helpers/server.js';
 /**
  * Two instances whose clocks disagree by 6 s (run under faketime at -3 s
  * and +3 s) share one Redis: the limits hold, because their times come
- * from Redis (API.md 6.1).
+ * from Redis (README, Several instances).
  */
 const test = suite('clock skew between instances');
 

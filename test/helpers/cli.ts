@@ -66,7 +66,7 @@ export async function freePorts(count: number): Promise<number[]> {
 
 export const freePort = async (): Promise<string> => String((await freePorts(1))[0]);
 
-/** Waits until the server on `port` answers /health with 200 (API.md 4: ready). */
+/** Waits until the server on `port` answers /health with 200 (README, Operations: ready). */
 export function untilReady(port: string | number, ms = 10_000): Promise<void> {
   return eventually(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, ms, 'ready');
 }

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import * as assert from 'uvu/assert';
 
-/** The repository's OpenAPI document (API.md 7). */
+/** The repository's OpenAPI document (openapi.json). */
 export const OPENAPI_PATH = new URL('../../../openapi.json', import.meta.url);
 export const openapi = JSON.parse(readFileSync(OPENAPI_PATH, 'utf8')) as {
   paths: Record<string, Record<string, { parameters?: Array<{ $ref: string }>; responses: Record<string, { headers?: Record<string, { $ref?: string; schema?: unknown }> }> }>>;

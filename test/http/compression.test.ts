@@ -6,7 +6,7 @@ import { NaiveEngine } from '../reference/naive-engine.js';
 import { metricValue, readRaw } from '../helpers/http-read.js';
 import { TEST_KEY, TEST_NOW_S, startTestServer, type TestServer } from '../helpers/server.js';
 
-/** Compressed bodies (API.md 5.5): negotiated, exact once decoded, announced with their encoded length, compressed once. */
+/** Compressed bodies (README, Compressed bodies): negotiated, exact once decoded, announced with their encoded length, compressed once. */
 const snapshot = encodeSnapshot(generateRecords({ records: 20_000, seed: 41, now: TEST_NOW_S }), TEST_NOW_S);
 const reference = NaiveEngine.fromFile(snapshot);
 const decode = { gzip: gunzipSync, br: brotliDecompressSync } as const;

@@ -23,7 +23,7 @@ async function expectError(res: Response, status: number, body: string, headers:
   for (const [name, value] of Object.entries(headers)) assert.is(res.headers.get(name), value, name);
 }
 
-const test = suite<{ t: TestServer }>('errors (API.md 1.4)');
+const test = suite<{ t: TestServer }>('errors (README, Errors)');
 test.before(async (ctx) => {
   ctx.t = await startTestServer({ snapshot, keys });
 });

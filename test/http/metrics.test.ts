@@ -14,7 +14,7 @@ test.before.each(async (ctx) => {
 });
 test.after.each((ctx) => ctx.t.close());
 
-test('series of API.md 1.6, counted as requests are answered', async ({ t }) => {
+test('series of docs/operations.md counted as requests are answered', async ({ t }) => {
   for (let i = 0; i < 5; i++) await (await t.api('count=3')).text();
   await (await t.api('type=bogus')).text();
   for (let i = 0; i < 4; i++) await (await t.get('/api?key=two&count=1')).text(); // 2 accepted, 2 refused

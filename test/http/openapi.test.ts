@@ -7,7 +7,7 @@ import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js'
 import { OPENAPI_PATH, assertDocumented, openapi } from '../helpers/openapi.js';
 import { TEST_KEY, TEST_NOW_S, startTestServer, type TestServer } from '../helpers/server.js';
 
-/** The OpenAPI document (API.md 7): served as the repository holds it, linted, and true to the server. */
+/** The OpenAPI document (openapi.json): served as the repository holds it, linted, and true to the server. */
 const test = suite<{ t: TestServer }>('openapi.json');
 test.before(async (ctx) => {
   ctx.t = await startTestServer({ snapshot: encodeSnapshot(generateRecords({ records: 500, seed: 81, now: TEST_NOW_S }), TEST_NOW_S) });

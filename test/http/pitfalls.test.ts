@@ -8,7 +8,7 @@ import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js'
 import { exitWithin, freePort, runCli } from '../helpers/cli.js';
 import { TEST_KEY, TEST_NOW_S, eventually, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 
-/** The known pitfalls of ARCHITECTURE.md that the core service touches. */
+/** Known pitfalls of the dependencies that the core service touches. */
 const snapshot = encodeSnapshot(generateRecords({ records: 2000, seed: 5, now: TEST_NOW_S }), TEST_NOW_S);
 
 const test = suite<{ t: TestServer }>('uWebSockets.js pitfalls');
@@ -70,7 +70,7 @@ test('HEAD answers like GET, with the same headers and no body', async ({ t }) =
   assert.is(health.status, 200);
 });
 
-test('a query without "?" and odd queries parse as API.md says', async ({ t }) => {
+test('a query without "?" and odd queries parse as the README says', async ({ t }) => {
   assert.is(await (await t.get('/api')).text(), 'Error: Access key not provided');
   const odd = await t.get(`/api?k&key=${TEST_KEY}&count=2`);
   assert.is(odd.status, 200);

@@ -164,7 +164,7 @@ export class NaiveEngine {
     return { status: 200, contentType: 'application/json; charset=utf-8', disposition, body };
   }
 
-  /** get=stats (API.md 5.3): counts by type, anonymity, country and service. */
+  /** get=stats (README, Counts): counts by type, anonymity, country and service. */
   private stats(rows: SnapshotRecord[], pretty: boolean): NaiveAnswer {
     const countOf = (keep: (r: SnapshotRecord) => boolean): number => rows.filter(keep).length;
     const type = Object.fromEntries(TYPES.map((t) => [t, countOf((r) => r.type === t)]));
