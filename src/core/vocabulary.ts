@@ -7,8 +7,33 @@
 export const TYPES = ['http', 'https', 'socks4', 'socks5'] as const;
 export const ANONS = ['transparent', 'anonymous', 'elite'] as const;
 export const DEFAULT_SERVICES = ['smtp', 'telegram', 'avito', 'google', 'the service'];
+/**
+ * The fields of a record, once: the JSON output's key, in canonical order
+ * (a field's code is its index; the snapshot's services follow, from code
+ * SERVICE_CODE), the snapshot's key it is read from, and the longest JSON
+ * value it can have, quotes included (null where the loaded store bounds it).
+ * The decoder, the JSON layout and the row writers all read this table.
+ */
+export const FIELD_TABLE = [
+  { name: 'ip', snapshotKey: 'ip', maxJsonBytes: 23 }, // "255.255.255.255:65535"
+  { name: 'port', snapshotKey: 'port', maxJsonBytes: 7 },
+  { name: 'ip_out', snapshotKey: 'ip_out', maxJsonBytes: 17 },
+  { name: 'type', snapshotKey: 'type', maxJsonBytes: 8 }, // "socks5"
+  { name: 'anon', snapshotKey: 'anon', maxJsonBytes: 13 }, // "transparent"
+  { name: 'ping', snapshotKey: 'ping_ms', maxJsonBytes: null },
+  { name: 'timecheck', snapshotKey: 'checked_at', maxJsonBytes: 21 },
+  { name: 'country', snapshotKey: 'country', maxJsonBytes: 4 },
+  { name: 'city', snapshotKey: 'city', maxJsonBytes: null },
+  { name: 'works', snapshotKey: 'works', maxJsonBytes: 5 }, // "100"
+] as const;
+
+export type FieldName = (typeof FIELD_TABLE)[number]['name'];
 /** Record keys of the JSON output, in canonical order; services follow them. */
-export const RECORD_FIELDS = ['ip', 'port', 'ip_out', 'type', 'anon', 'ping', 'timecheck', 'country', 'city', 'works'] as const;
+export const RECORD_FIELDS: readonly FieldName[] = FIELD_TABLE.map((f) => f.name);
+/** The code of each field. */
+export const FIELD = Object.fromEntries(FIELD_TABLE.map((f, code) => [f.name, code])) as Record<FieldName, number>;
+/** Services' codes start here: the code of service i is SERVICE_CODE + i. */
+export const SERVICE_CODE = FIELD_TABLE.length;
 
 /** Dotted IPv4 in canonical form (no leading zeros, each octet 0..255) from bytes → uint32, or -1. */
 export function parseIPv4Bytes(b: Uint8Array, start: number, len: number): number {

@@ -1,4 +1,4 @@
-import { ANONS, RECORD_FIELDS, TYPES } from '../core/vocabulary.js';
+import { ANONS, FIELD, FIELD_TABLE, RECORD_FIELDS, SERVICE_CODE, TYPES, type FieldName } from '../core/vocabulary.js';
 import type { Store } from '../store/store.js';
 import { utf8 as enc } from '../store/encode.js';
 import type { OutputBuffer } from './output-buffer.js';
@@ -17,11 +17,6 @@ const DOMAINS = {
   works: Array.from({ length: 101 }, (_, w) => enc(`"${w}"`)),
 };
 
-// Field codes: RECORD_FIELDS indexes, then SERVICE + service index.
-const F = Object.fromEntries(RECORD_FIELDS.map((f, i) => [f, i])) as Record<(typeof RECORD_FIELDS)[number], number>;
-const SERVICE = RECORD_FIELDS.length;
-/** Longest value per record field, with quotes: ip:port, port, ip_out, type, anon, -, timecheck, country, -, works. */
-const MAX_VALUE = [23, 7, 17, 8, 13, 0, 21, 4, 0, 5];
 
 export interface JsonShape {
   /** Keys to write, canonical names; null = all. */
@@ -60,14 +55,14 @@ function buildTemplate(store: Store, shape: JsonShape): Template {
   const names = [...RECORD_FIELDS, ...services].filter(
     (name) => (shape.fields === null || shape.fields.includes(name)) && (name !== 'port' || shape.splitIp),
   );
-  const codes = names.map((name) => (name in F ? F[name as keyof typeof F] : SERVICE + services.indexOf(name)));
+  const codes = names.map((name) => (name in FIELD ? FIELD[name as FieldName] : SERVICE_CODE + services.indexOf(name)));
   const nl = (depth: number): string => (shape.pretty ? '\n' + '  '.repeat(depth) : '');
   const colon = shape.pretty ? ': ' : ':';
   const keys = names.map((name, i) => enc(`${i > 0 ? ',' : ''}${nl(shape.depth + 1)}${JSON.stringify(name)}${colon}`));
   const object = shape.format === 'object';
   let rowBound = 64 + (shape.depth + 2) * 4;
   codes.forEach((code, i) => {
-    rowBound += keys[i].length + (code >= SERVICE ? 5 : code === F.ping ? store.maxPingText : code === F.city ? store.maxCityJson : MAX_VALUE[code]);
+    rowBound += keys[i].length + (code >= SERVICE_CODE ? 5 : code === FIELD.ping ? store.maxPingText : code === FIELD.city ? store.maxCityJson : FIELD_TABLE[code].maxJsonBytes!);
   });
   const { writeRows, measureRows } = compileRowWriter(
     {

@@ -1,3 +1,4 @@
+import { FIELD, SERVICE_CODE } from '../core/vocabulary.js';
 import type { Store } from '../store/store.js';
 import { dataView } from './output-buffer.js';
 
@@ -32,10 +33,6 @@ export interface RowShape {
   maxCity: number;
 }
 
-const SERVICE = 10;
-const TYPE = 3;
-const ANON = 4;
-const WORKS = 9;
 
 /** The JSON of every value a small-domain field can take, by its stored code. */
 export interface Domains {
@@ -135,13 +132,13 @@ const MAX_PORT = 5;
 
 function valueParts(code: number, shape: RowShape): Part[] {
   switch (code) {
-    case 0: return [QUOTE, shape.splitIp ? words('lines', 'ls', 'ie-s', wordsFor(MAX_IP)) : words('lines', 'ls', 'ae-s', wordsFor(MAX_ADDRESS)), QUOTE];
-    case 1: return [QUOTE, words('lines', 'ie+1', 'ae-s', wordsFor(MAX_PORT)), QUOTE];
-    case 2: return [QUOTE, words('ipOut', 'ipOutO[r]', 'ipOutO[r+1]-s', wordsFor(MAX_IP)), QUOTE];
-    case 5: return [words('ping', 'pingO[r]', 'pingO[r+1]-s', wordsFor(shape.maxPing))];
-    case 6: return [QUOTE, words('tc', 'r*19', '19', wordsFor(19)), QUOTE];
-    case 7: return [{ write: 'dv.setUint32(pos,countryV.getUint32(country[r]*4,true),true);pos+=4;', measure: 'len+=4;' }];
-    case 8: {
+    case FIELD.ip: return [QUOTE, shape.splitIp ? words('lines', 'ls', 'ie-s', wordsFor(MAX_IP)) : words('lines', 'ls', 'ae-s', wordsFor(MAX_ADDRESS)), QUOTE];
+    case FIELD.port: return [QUOTE, words('lines', 'ie+1', 'ae-s', wordsFor(MAX_PORT)), QUOTE];
+    case FIELD.ip_out: return [QUOTE, words('ipOut', 'ipOutO[r]', 'ipOutO[r+1]-s', wordsFor(MAX_IP)), QUOTE];
+    case FIELD.ping: return [words('ping', 'pingO[r]', 'pingO[r+1]-s', wordsFor(shape.maxPing))];
+    case FIELD.timecheck: return [QUOTE, words('tc', 'r*19', '19', wordsFor(19)), QUOTE];
+    case FIELD.country: return [{ write: 'dv.setUint32(pos,countryV.getUint32(country[r]*4,true),true);pos+=4;', measure: 'len+=4;' }];
+    case FIELD.city: {
       const copy = wordsFor(shape.maxCity) <= MAX_FIXED_WORDS ? words('city', 'cityO[id]', 'cityO[id+1]-s', wordsFor(shape.maxCity)) : wordsToEnd('city', 'cityO[id]', 'cityO[id+1]');
       return [within('const id=city[r];', copy)];
     }
@@ -151,10 +148,10 @@ function valueParts(code: number, shape: RowShape): Part[] {
 
 /** The values a small-domain field can take, and the code that reads a row's value; null for other fields. */
 function domain(code: number, domains: Domains): { values: readonly Uint8Array[]; read: string } | null {
-  if (code === TYPE) return { values: domains.type, read: 'type[r]' };
-  if (code === ANON) return { values: domains.anon, read: 'anon[r]' };
-  if (code === WORKS) return { values: domains.works, read: 'works[r]' };
-  if (code >= SERVICE) return { values: BOOLEANS, read: `((svc[r]>>>${code - SERVICE})&1)` };
+  if (code === FIELD.type) return { values: domains.type, read: 'type[r]' };
+  if (code === FIELD.anon) return { values: domains.anon, read: 'anon[r]' };
+  if (code === FIELD.works) return { values: domains.works, read: 'works[r]' };
+  if (code >= SERVICE_CODE) return { values: BOOLEANS, read: `((svc[r]>>>${code - SERVICE_CODE})&1)` };
   return null;
 }
 

@@ -1,4 +1,4 @@
-import { parseIPv4Bytes } from '../core/vocabulary.js';
+import { FIELD_TABLE, parseIPv4Bytes } from '../core/vocabulary.js';
 import { skipValue, Truncated } from './msgpack-walk.js';
 
 /**
@@ -10,8 +10,11 @@ import { skipValue, Truncated } from './msgpack-walk.js';
  */
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
-const KEYS = ['ip', 'port', 'ip_out', 'type', 'anon', 'ping_ms', 'checked_at', 'country', 'city', 'works', 'services'].map(enc);
-const [K_IP, K_PORT, K_IP_OUT, K_TYPE, K_ANON, K_PING, K_CHECKED, K_COUNTRY, K_CITY, K_WORKS, K_SERVICES] = KEYS.map((_, i) => i);
+// The snapshot's record keys: those of the field table, then the services list; each found by name, whatever the table's order.
+const SNAPSHOT_KEYS: readonly string[] = [...FIELD_TABLE.map((f) => f.snapshotKey), 'services'];
+const KEYS = SNAPSHOT_KEYS.map(enc);
+const [K_IP, K_PORT, K_IP_OUT, K_TYPE, K_ANON, K_PING, K_CHECKED, K_COUNTRY, K_CITY, K_WORKS, K_SERVICES] =
+  ['ip', 'port', 'ip_out', 'type', 'anon', 'ping_ms', 'checked_at', 'country', 'city', 'works', 'services'].map((k) => SNAPSHOT_KEYS.indexOf(k));
 const TYPE_NAMES = ['http', 'https', 'socks4', 'socks5'].map(enc);
 const ANON_NAMES = ['transparent', 'anonymous', 'elite'].map(enc);
 const RU = enc('ru');
