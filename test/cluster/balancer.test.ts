@@ -6,7 +6,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { exitWithin, freePorts, runCli, untilReady } from '../helpers/cli.js';
+import { exitWithin, freePorts, needCommand, runCli, untilReady } from '../helpers/cli.js';
 import { RedisServer } from '../helpers/redis.js';
 import { eventually, tempDir } from '../helpers/server.js';
 
@@ -20,6 +20,7 @@ const CONFIG = readFileSync(fileURLToPath(new URL('../../../deploy/haproxy.cfg',
 const test = suite('deploy/haproxy.cfg in front of three instances');
 
 test('haproxy -c accepts the configuration as shipped', () => {
+  needCommand('haproxy', 'haproxy');
   const check = spawnSync('haproxy', ['-c', '-f', fileURLToPath(new URL('../../../deploy/haproxy.cfg', import.meta.url))], { encoding: 'utf8' });
   assert.is(check.status, 0, check.stdout + check.stderr);
 });

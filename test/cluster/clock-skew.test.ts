@@ -5,7 +5,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { CLI, freePorts, untilReady } from '../helpers/cli.js';
+import { CLI, freePorts, needCommand, untilReady } from '../helpers/cli.js';
 import { RedisServer } from '../helpers/redis.js';
 import { tempDir } from '../helpers/server.js';
 
@@ -17,6 +17,7 @@ import { tempDir } from '../helpers/server.js';
 const test = suite('clock skew between instances');
 
 test('instances at -3 s and +3 s: never more than 2 in any 5 s, and the daily limit exact', async () => {
+  needCommand('faketime', 'faketime');
   const dir = tempDir();
   const redis = await RedisServer.start();
   const now = Math.floor(Date.now() / 1000);

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { needCommand } from '../helpers/cli.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { TEST_NOW_S, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -21,6 +22,7 @@ test.before(async (ctx) => {
 test.after((ctx) => ctx.t.close());
 
 test('promtool check rules accepts the alert rules', () => {
+  needCommand('promtool', 'prometheus');
   const run = spawnSync('promtool', ['check', 'rules', file('alerts.yml')], { encoding: 'utf8' });
   assert.is(run.status, 0, run.stdout + run.stderr);
   assert.match(run.stdout, 'SUCCESS: 7 rules found');

@@ -28,6 +28,12 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, as?: { uid: 
   return { proc, stdout: () => out, stderr: () => err, exited };
 }
 
+/** Fails with what to install when a real component the tests start is missing. */
+export function needCommand(command: string, debianPackage: string): void {
+  const found = spawnSync('sh', ['-c', `command -v ${command}`], { encoding: 'utf8' });
+  if (found.status !== 0) throw new Error(`${command} is not installed: apt-get install ${debianPackage} (README, Quick start)`);
+}
+
 /** Runs the command line to its end (for commands that exit at once). */
 export function runCliSync(args: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 20_000 });

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePorts } from './cli.js';
+import { freePorts, needCommand } from './cli.js';
 import { eventually, tempDir } from './server.js';
 
 /**
@@ -45,6 +45,7 @@ http {
   }
 
   static async start(): Promise<StaticOrigin> {
+    needCommand('nginx', 'nginx-light');
     const [port] = await freePorts(1);
     const o = new StaticOrigin(port);
     await o.run();

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { freePorts } from './cli.js';
+import { freePorts, needCommand } from './cli.js';
 import { eventually, tempDir } from './server.js';
 
 /** A real redis-server (Debian's), on a free loopback port, without persistence, in a folder of its own. */
@@ -12,6 +12,7 @@ export class RedisServer {
   private constructor(readonly port: number) {}
 
   static async start(): Promise<RedisServer> {
+    needCommand('redis-server', 'redis-server');
     const [port] = await freePorts(1);
     const r = new RedisServer(port);
     await r.run();
