@@ -1,12 +1,17 @@
 import { msUntilNextServiceMidnight, serviceDay } from '../core/service-time.js';
-import { formatSubnet } from './address.js';
 import type { KeyEntry } from './keys.js';
+
+/** Why a usage limit refused a request; http/failures.ts says it to the client. */
+export type LimitReason =
+  | { limit: 'subnet'; subnets: number; subnet: number }
+  | { limit: 'frequency'; perWindow: number; windowS: number | null }
+  | { limit: 'daily'; daily: number }
+  | { limit: 'unavailable' };
 
 export type Refusal = {
   ok: false;
-  limit: 'subnet' | 'frequency' | 'daily' | 'unavailable';
-  status: '403 Forbidden' | '429 Too Many Requests' | '503 Service Unavailable';
-  message: string;
+  reason: LimitReason;
+  /** Whole seconds until the request may succeed, at least 1. */
   retryAfterS: number;
   /** What the key has left, when the limiter that decided knows it better than `allowance()`. */
   allowance?: Allowance | null;
@@ -46,37 +51,9 @@ export interface Limiter {
 export const secondsToCover = (ms: number): number => Math.ceil(Math.round(ms) / 1000);
 const ceilS = (ms: number): number => Math.max(1, secondsToCover(ms));
 
-/** The refusals of the README's Errors, whichever limiter decided them; `retryMs` until the client may succeed. */
-export const refusals = {
-  subnet: (limit: number, subnet: number, retryMs: number): Refusal => ({
-    ok: false,
-    limit: 'subnet',
-    status: '403 Forbidden',
-    message: `Subnet limit exceeded: this key has been used from ${limit} subnets today, the most it may; ${formatSubnet(subnet)} is not one of them. Subnets reset at 00:00 UTC+02:00`,
-    retryAfterS: ceilS(retryMs),
-  }),
-  frequency: (perWindow: number, windowS: number | null, retryMs: number): Refusal => {
-    const retryAfterS = ceilS(retryMs);
-    return {
-      ok: false,
-      limit: 'frequency',
-      status: '429 Too Many Requests',
-      message: `Request rate limit exceeded: at most ${perWindow} requests per ${windowS} s; retry in ${retryAfterS} s`,
-      retryAfterS,
-    };
-  },
-  daily: (daily: number, retryMs: number): Refusal => {
-    const retryAfterS = ceilS(retryMs);
-    return {
-      ok: false,
-      limit: 'daily',
-      status: '429 Too Many Requests',
-      message: `Daily request limit exceeded: at most ${daily} requests per day; the count resets at 00:00 UTC+02:00, in ${retryAfterS} s`,
-      retryAfterS,
-    };
-  },
-  unavailable: (): Refusal => ({ ok: false, limit: 'unavailable', status: '503 Service Unavailable', message: 'Usage limits are unavailable; retry shortly', retryAfterS: 1 }),
-};
+/** A refusal for `reason`, `retryMs` until the client may succeed. */
+export const refusal = (reason: LimitReason, retryMs: number): Refusal => ({ ok: false, reason, retryAfterS: ceilS(retryMs) });
+export const UNAVAILABLE: Refusal = { ok: false, reason: { limit: 'unavailable' }, retryAfterS: 1 };
 
 const OK: Verdict = { ok: true };
 
@@ -135,14 +112,14 @@ export class MemoryLimiter implements Limiter {
     const u = this.usageOf(key, nowMs);
     const { perWindow, windowS, daily, subnets } = key.limits;
     const newSubnet = subnets !== null && !u.subnets.includes(subnet);
-    if (newSubnet && u.subnets.length >= subnets) return refusals.subnet(subnets, subnet, msUntilNextServiceMidnight(nowMs));
+    if (newSubnet && u.subnets.length >= subnets) return refusal({ limit: 'subnet', subnets, subnet }, msUntilNextServiceMidnight(nowMs));
     if (perWindow !== null) {
       u.fit(perWindow);
       const oldest = u.stamps[u.next];
       const windowMs = (windowS ?? 0) * 1000;
-      if (monoMs - oldest < windowMs) return refusals.frequency(perWindow, windowS, oldest + windowMs - monoMs);
+      if (monoMs - oldest < windowMs) return refusal({ limit: 'frequency', perWindow, windowS }, oldest + windowMs - monoMs);
     }
-    if (daily !== null && u.count >= daily) return refusals.daily(daily, msUntilNextServiceMidnight(nowMs));
+    if (daily !== null && u.count >= daily) return refusal({ limit: 'daily', daily }, msUntilNextServiceMidnight(nowMs));
     u.count++;
     if (perWindow !== null) {
       u.stamps[u.next] = monoMs;

@@ -2,7 +2,7 @@ import { createClient } from 'redis';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import type { KeyEntry } from './keys.js';
-import { refusals, type Allowance, type Limiter, type MemoryLimiter, type Refusal, type Verdict } from './limiter.js';
+import { UNAVAILABLE, refusal, type Allowance, type LimitReason, type Limiter, type MemoryLimiter, type Verdict } from './limiter.js';
 import { FUNCTION_NAME, LIBRARY, keysOf } from './redis-function.js';
 
 export const DEFAULT_LIMITER_TIMEOUT_MS = 100;
@@ -17,7 +17,7 @@ type Reply = [verdict: number, retryMs: number, used: number, newestAgeMs: numbe
 interface Remembered {
   /** Monotonic ms until which the refusal stands. */
   untilMs: number;
-  make: (retryMs: number) => Refusal;
+  reason: LimitReason;
   allowance: Allowance;
 }
 
@@ -82,7 +82,7 @@ export class RedisLimiter implements Limiter {
     const id = `${key.id}|${subnet}`;
     const remembered = this.refused.get(id);
     if (remembered) {
-      if (monoMs < remembered.untilMs) return { ...remembered.make(remembered.untilMs - monoMs), allowance: remembered.allowance };
+      if (monoMs < remembered.untilMs) return { ...refusal(remembered.reason, remembered.untilMs - monoMs), allowance: remembered.allowance };
       this.refused.delete(id);
     }
     if (!this.up) return this.unavailable(key, subnet, nowMs, monoMs);
@@ -121,13 +121,13 @@ export class RedisLimiter implements Limiter {
       daily: { limit: daily ?? Infinity, remaining: daily === null ? Infinity : Math.max(0, daily - count), resetS: Math.ceil(msToMidnight / 1000) },
     };
     if (code === 0) return { ok: true, allowance };
-    const make = code === 1 ? (ms: number) => refusals.subnet(subnets!, subnet, ms) : code === 2 ? (ms: number) => refusals.frequency(perWindow!, windowS, ms) : (ms: number) => refusals.daily(daily!, ms);
-    this.refused.set(id, { untilMs: monoMs + retryMs, make, allowance });
-    return { ...make(retryMs), allowance };
+    const reason: LimitReason = code === 1 ? { limit: 'subnet', subnets: subnets!, subnet } : code === 2 ? { limit: 'frequency', perWindow: perWindow!, windowS } : { limit: 'daily', daily: daily! };
+    this.refused.set(id, { untilMs: monoMs + retryMs, reason, allowance });
+    return { ...refusal(reason, retryMs), allowance };
   }
 
   private unavailable(key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict {
-    if (!this.o.fallback) return refusals.unavailable();
+    if (!this.o.fallback) return UNAVAILABLE;
     this.fallbacks++;
     return this.o.fallback.admit(key, subnet, nowMs, monoMs);
   }

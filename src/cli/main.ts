@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
-import { CodedError, messageOf } from '../core/errors.js';
+import { CodedError, EXIT_STATUS, messageOf } from '../core/errors.js';
 import { demoCommand } from './demo.js';
 import { KEYS_USAGE, keysCommand } from './keys.js';
 import { SERVE_USAGE, serveCommand } from './serve.js';
@@ -50,5 +50,5 @@ main(process.argv.slice(2)).catch((err: unknown) => {
   // One line for a person; the stack only for what nobody foresaw.
   const message = err instanceof CodedError ? messageOf(err) : `unexpected error: ${err instanceof Error ? err.stack : String(err)}`;
   process.stderr.write(`proxylist: ${message}\n`);
-  process.exit(err instanceof CodedError && err.code === 'E_USAGE' ? 2 : 1);
+  process.exit(err instanceof CodedError ? EXIT_STATUS[err.code] : 1);
 });

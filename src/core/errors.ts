@@ -11,7 +11,25 @@ export type ErrorCode =
   | 'E_KEYS_READ'
   | 'E_KEYS_INVALID'
   | 'E_LISTEN'
-  | 'E_UWS_FALLBACK';
+  | 'E_UWS_FALLBACK'
+  | 'E_BUILD_FAILED';
+
+/**
+ * How the command line exits on each failure: 2 for a command line the user
+ * can fix by reading --help, 1 for the rest. (What HTTP answers is in
+ * http/failures.ts.)
+ */
+export const EXIT_STATUS: Record<ErrorCode, number> = {
+  E_USAGE: 2,
+  E_SNAPSHOT_READ: 1,
+  E_SNAPSHOT_DECODE: 1,
+  E_SNAPSHOT_INVALID: 1,
+  E_KEYS_READ: 1,
+  E_KEYS_INVALID: 1,
+  E_LISTEN: 1,
+  E_UWS_FALLBACK: 1,
+  E_BUILD_FAILED: 1,
+};
 
 export class CodedError extends Error {
   constructor(readonly code: ErrorCode, message: string) {

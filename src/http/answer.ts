@@ -1,6 +1,7 @@
 import type { Get, Plan } from '../query/plan.js';
 import type { Store } from '../store/store.js';
 import type { Encoding } from './encoding.js';
+import { HTTP_FAILURES } from './failures.js';
 import type { Exchange } from './exchange.js';
 import type { Source } from './production.js';
 import type { Headers, Sender } from './sender.js';
@@ -46,6 +47,6 @@ export function answerWith(sender: Sender, ex: Exchange, plan: Plan, source: Sou
   source.whenReady((ok) => {
     if (ex.aborted) return;
     if (ok) sender.body(ex, '200 OK', headers, source.open());
-    else sender.error(ex, '500 Internal Server Error', 'Internal server error');
+    else sender.error(ex, HTTP_FAILURES.internal);
   });
 }

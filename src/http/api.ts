@@ -12,6 +12,7 @@ import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import { answerHeaders, answerWith } from './answer.js';
 import type { BodySources } from './bodies.js';
 import { ifNoneMatch } from './conditional.js';
+import { HTTP_FAILURES, limitFailure } from './failures.js';
 import { negotiate } from './encoding.js';
 import type { Exchange } from './exchange.js';
 import type { Metrics } from './metrics.js';
@@ -74,15 +75,15 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
     const allowance = verdict.allowance !== undefined ? verdict.allowance : deps.limiter.allowance(entry, nowMs, monoMs);
     const rate = allowance ? rateLimitHeaders(entry, allowance) : NO_HEADERS;
     if (!verdict.ok) {
-      if (verdict.limit !== 'unavailable') deps.metrics.rejected(verdict.limit);
-      return sender.error(ex, verdict.status, verdict.message, [['Retry-After', String(verdict.retryAfterS)], ...rate]);
+      if (verdict.reason.limit !== 'unavailable') deps.metrics.rejected(verdict.reason.limit);
+      return sender.error(ex, limitFailure(verdict.reason, verdict.retryAfterS), rate);
     }
     // From here on the request is counted, whatever its outcome.
 
     const store = deps.feed.current;
     const parsed = deps.queries.plan(memo, store?.meta.services ?? DEFAULT_SERVICES);
-    if (!parsed.ok) return sender.error(ex, '400 Bad Request', parsed.message, rate);
-    if (!store) return sender.error(ex, '503 Service Unavailable', 'Proxy list is not loaded yet', [['Retry-After', '5'], ...rate]);
+    if (!parsed.ok) return sender.error(ex, HTTP_FAILURES.badParameter(parsed.message), rate);
+    if (!store) return sender.error(ex, HTTP_FAILURES.notLoaded, rate);
 
     const plan = parsed.plan;
     const end = store.prefixEnd(Math.floor(nowMs / 1000) - plan.time);
@@ -97,17 +98,17 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
 
   return (ex, req) => {
     const query = req.getQuery();
-    if (targetTooLong(req.getUrl(), query)) return sender.error(ex, '414 URI Too Long', 'Request URI too long');
+    if (targetTooLong(req.getUrl(), query)) return sender.error(ex, HTTP_FAILURES.uriTooLong);
     const memo = deps.queries.read(query);
     const raw = memo.raw;
 
     const presented = raw.values.get('key');
-    if (raw.malformed === 'key') return sender.error(ex, '400 Bad Request', 'Malformed percent-encoding or UTF-8 in parameter key');
-    if (!presented) return sender.error(ex, '401 Unauthorized', 'Access key not provided');
-    if (presented.length > 1) return sender.error(ex, '400 Bad Request', 'Parameter key is given more than once');
+    if (raw.malformed === 'key') return sender.error(ex, HTTP_FAILURES.keyMalformed);
+    if (!presented) return sender.error(ex, HTTP_FAILURES.keyMissing);
+    if (presented.length > 1) return sender.error(ex, HTTP_FAILURES.keyRepeated);
     const nowMs = deps.clock.nowMs();
     const entry = deps.keys.table.find(presented[0], nowMs);
-    if (!entry) return sender.error(ex, '401 Unauthorized', 'Invalid access key');
+    if (!entry) return sender.error(ex, HTTP_FAILURES.keyInvalid);
     ex.keyLabel = entry.label;
 
     // The client's subnet, for a key that has a subnet limit: the TCP peer's, or with --trust-proxy the client it forwards for.
@@ -128,7 +129,7 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
       },
       (err: unknown) => {
         deps.log.error({ event: 'limiter_failed', err }, 'the usage limiter failed');
-        if (!ex.aborted) sender.error(ex, '500 Internal Server Error', 'Internal server error');
+        if (!ex.aborted) sender.error(ex, HTTP_FAILURES.internal);
       },
     );
   };

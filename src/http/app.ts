@@ -4,6 +4,7 @@ import type { Logger } from '../core/log.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import { createApiHandler, targetTooLong, type ApiDeps } from './api.js';
 import { Exchange, type RouteAccount } from './exchange.js';
+import { HTTP_FAILURES } from './failures.js';
 import { healthReport } from './health.js';
 import type { Lifecycle } from './lifecycle.js';
 import { loadUws, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js';
@@ -58,7 +59,7 @@ export function createApp(deps: AppDeps): TemplatedApp {
       if (ex.aborted) return;
       try {
         if (ex.answered) res.close();
-        else sender.error(ex, '500 Internal Server Error', 'Internal server error');
+        else sender.error(ex, HTTP_FAILURES.internal);
       } catch {
         res.close();
       }
@@ -72,7 +73,7 @@ export function createApp(deps: AppDeps): TemplatedApp {
   };
   const metrics: Handler = (ex) => {
     const peer = parseAddress(Buffer.from(ex.res.getRemoteAddressAsText()).toString('latin1'));
-    if (!peer || !deps.metricsAllow.has(peer)) return sender.error(ex, '403 Forbidden', 'Metrics are not available from this address');
+    if (!peer || !deps.metricsAllow.has(peer)) return sender.error(ex, HTTP_FAILURES.metricsForbidden);
     // The registry answers asynchronously: from here on the client may go away.
     ex.onAbort(null);
     stats.text().then(
@@ -81,18 +82,18 @@ export function createApp(deps: AppDeps): TemplatedApp {
       },
       (err: unknown) => {
         log.error({ event: 'metrics_failed', err }, 'collecting metrics failed');
-        if (!ex.aborted) sender.error(ex, '500 Internal Server Error', 'Internal server error');
+        if (!ex.aborted) sender.error(ex, HTTP_FAILURES.internal);
       },
     );
   };
   const openapi: Handler = (ex) => sender.bytes(ex, '200 OK', OPENAPI_HEADERS, OPENAPI);
   const notAllowed: Handler = (ex, req) => {
-    if (targetTooLong(req.getUrl(), req.getQuery())) return sender.error(ex, '414 URI Too Long', 'Request URI too long');
-    sender.error(ex, '405 Method Not Allowed', 'Method not allowed', [['Allow', 'GET, HEAD']]);
+    if (targetTooLong(req.getUrl(), req.getQuery())) return sender.error(ex, HTTP_FAILURES.uriTooLong);
+    sender.error(ex, HTTP_FAILURES.methodNotAllowed, [['Allow', 'GET, HEAD']]);
   };
   const notFound: Handler = (ex, req) => {
-    if (targetTooLong(req.getUrl(), req.getQuery())) return sender.error(ex, '414 URI Too Long', 'Request URI too long');
-    sender.error(ex, '404 Not Found', 'Not found');
+    if (targetTooLong(req.getUrl(), req.getQuery())) return sender.error(ex, HTTP_FAILURES.uriTooLong);
+    sender.error(ex, HTTP_FAILURES.notFound);
   };
 
   const app = loadUws().App();

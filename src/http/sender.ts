@@ -1,5 +1,6 @@
 import type { Logger } from '../core/log.js';
 import type { Exchange } from './exchange.js';
+import type { HttpFailure } from './failures.js';
 import type { HttpResponse } from './uws.js';
 
 export type Headers = ReadonlyArray<readonly [string, string]>;
@@ -175,10 +176,11 @@ export class Sender {
     });
   }
 
-  /** A one-line `Error: ...` answer (README, Errors). */
-  error(ex: Exchange, status: string, message: string, extra: Headers = []): void {
-    const headers: Headers = extra.length === 0 ? ERROR_HEADERS : [...ERROR_HEADERS, ...extra];
-    this.bytes(ex, status, headers, encoder.encode(`Error: ${message}`));
+  /** A one-line `Error: ...` answer of the catalogue (README, Errors), with its Retry-After. */
+  error(ex: Exchange, failure: HttpFailure, extra: Headers = []): void {
+    const retry: Headers = failure.retryAfterS === undefined ? [] : [['Retry-After', String(failure.retryAfterS)]];
+    const headers: Headers = extra.length === 0 && retry.length === 0 ? ERROR_HEADERS : [...ERROR_HEADERS, ...retry, ...extra];
+    this.bytes(ex, failure.status, headers, encoder.encode(`Error: ${failure.message}`));
   }
 
   /** Gives up every body still being sent (at the end of a graceful stop). */

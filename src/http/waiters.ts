@@ -9,6 +9,7 @@ import { answerHeaders, answerWith, type Validators } from './answer.js';
 import type { BodySources } from './bodies.js';
 import type { Encoding } from './encoding.js';
 import type { Exchange } from './exchange.js';
+import { HTTP_FAILURES } from './failures.js';
 import type { Source } from './production.js';
 import type { Headers, Sender } from './sender.js';
 
@@ -133,7 +134,7 @@ export class Waiters {
         const parsed = this.queries.plan(group.memo, store.meta.services);
         if (!parsed.ok) {
           // The new snapshot no longer has a service the query names.
-          for (const held of this.take(group)) this.sender.error(held.ex, '400 Bad Request', parsed.message, held.rate);
+          for (const held of this.take(group)) this.sender.error(held.ex, HTTP_FAILURES.badParameter(parsed.message), held.rate);
           continue;
         }
         const plan = parsed.plan;
@@ -146,7 +147,7 @@ export class Waiters {
         }
       } catch (err) {
         this.log.error({ event: 'held_request_failed', err }, 'answering held requests failed');
-        for (const held of this.take(group)) this.sender.error(held.ex, '500 Internal Server Error', 'Internal server error');
+        for (const held of this.take(group)) this.sender.error(held.ex, HTTP_FAILURES.internal);
       }
     }
   }

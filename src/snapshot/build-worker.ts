@@ -29,6 +29,7 @@ try {
   const { columns, meta } = loadSnapshotFile(path);
   parentPort!.postMessage({ ok: true, columns, meta }, transferables(columns));
 } catch (err) {
-  const code = err instanceof CodedError ? err.code : 'E_SNAPSHOT_INVALID';
-  parentPort!.postMessage({ ok: false, code, message: messageOf(err) });
+  // A file that breaks the contract is the checker's to fix; anything else is a bug here, said as such.
+  if (err instanceof CodedError) parentPort!.postMessage({ ok: false, code: err.code, message: messageOf(err) });
+  else parentPort!.postMessage({ ok: false, code: 'E_BUILD_FAILED', message: `building the store failed (a bug, not the file): ${err instanceof Error ? err.stack : String(err)}` });
 }

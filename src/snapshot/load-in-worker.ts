@@ -20,10 +20,10 @@ export function loadInWorker(path: string): Promise<{ columns: StoreColumns; met
     });
     worker.once('error', (err) => {
       settled = true;
-      reject(new CodedError('E_SNAPSHOT_INVALID', `snapshot build failed: ${err.message}`));
+      reject(new CodedError('E_BUILD_FAILED', `building the store failed (a bug, not the file): ${err.message}`));
     });
     worker.once('exit', (code) => {
-      if (!settled) reject(new CodedError('E_SNAPSHOT_INVALID', `snapshot build worker exited with code ${code}`));
+      if (!settled) reject(new CodedError('E_BUILD_FAILED', `the build worker exited with code ${code} (out of memory?), not the file's fault`));
     });
   });
 }

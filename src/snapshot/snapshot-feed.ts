@@ -1,5 +1,5 @@
 import type { Clock } from '../core/clock.js';
-import { messageOf } from '../core/errors.js';
+import { CodedError, messageOf } from '../core/errors.js';
 import { FollowedFile, type FollowOptions } from '../core/follow-file.js';
 import type { Logger } from '../core/log.js';
 import { Store } from '../store/store.js';
@@ -38,7 +38,8 @@ export class SnapshotFeed extends FollowedFile {
       if (!unchanged()) return this.changedWhileRead(path);
       this.reloadsFailed++;
       this.lastError = messageOf(err);
-      this.log.error({ event: 'snapshot_rejected', file: path, reason: this.lastError }, 'snapshot rejected; still serving the previous one');
+      if (err instanceof CodedError && err.code === 'E_BUILD_FAILED') this.log.error({ event: 'snapshot_build_failed', file: path, reason: this.lastError }, 'building the store failed; still serving the previous one');
+      else this.log.error({ event: 'snapshot_rejected', file: path, reason: this.lastError }, 'snapshot rejected; still serving the previous one');
       return;
     }
     // Bytes read while the file was rewritten in place may mix two versions.

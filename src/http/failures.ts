@@ -1,0 +1,46 @@
+import { formatSubnet } from '../access/address.js';
+import type { LimitReason } from '../access/limiter.js';
+
+/**
+ * Every failure the service answers over HTTP, once: its status line, the
+ * text after `Error: ` (README, Errors), and the Retry-After it carries, if
+ * any. Handlers name a failure; they never spell a status or a message.
+ */
+export interface HttpFailure {
+  status: string;
+  message: string;
+  retryAfterS?: number;
+}
+
+export const HTTP_FAILURES = {
+  notFound: { status: '404 Not Found', message: 'Not found' },
+  methodNotAllowed: { status: '405 Method Not Allowed', message: 'Method not allowed' },
+  uriTooLong: { status: '414 URI Too Long', message: 'Request URI too long' },
+  keyMissing: { status: '401 Unauthorized', message: 'Access key not provided' },
+  keyInvalid: { status: '401 Unauthorized', message: 'Invalid access key' },
+  keyMalformed: { status: '400 Bad Request', message: 'Malformed percent-encoding or UTF-8 in parameter key' },
+  keyRepeated: { status: '400 Bad Request', message: 'Parameter key is given more than once' },
+  notLoaded: { status: '503 Service Unavailable', message: 'Proxy list is not loaded yet', retryAfterS: 5 },
+  metricsForbidden: { status: '403 Forbidden', message: 'Metrics are not available from this address' },
+  internal: { status: '500 Internal Server Error', message: 'Internal server error' },
+  /** An invalid parameter: the parser's one-line message names it. */
+  badParameter: (message: string): HttpFailure => ({ status: '400 Bad Request', message }),
+} satisfies Record<string, HttpFailure | ((...args: never[]) => HttpFailure)>;
+
+/** The failure of a refusal by a usage limit, `retryAfterS` (whole seconds, at least 1) from now. */
+export function limitFailure(reason: LimitReason, retryAfterS: number): HttpFailure {
+  switch (reason.limit) {
+    case 'subnet':
+      return {
+        status: '403 Forbidden',
+        message: `Subnet limit exceeded: this key has been used from ${reason.subnets} subnets today, the most it may; ${formatSubnet(reason.subnet)} is not one of them. Subnets reset at 00:00 UTC+02:00`,
+        retryAfterS,
+      };
+    case 'frequency':
+      return { status: '429 Too Many Requests', message: `Request rate limit exceeded: at most ${reason.perWindow} requests per ${reason.windowS} s; retry in ${retryAfterS} s`, retryAfterS };
+    case 'daily':
+      return { status: '429 Too Many Requests', message: `Daily request limit exceeded: at most ${reason.daily} requests per day; the count resets at 00:00 UTC+02:00, in ${retryAfterS} s`, retryAfterS };
+    case 'unavailable':
+      return { status: '503 Service Unavailable', message: 'Usage limits are unavailable; retry shortly', retryAfterS: 1 };
+  }
+}
