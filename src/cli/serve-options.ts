@@ -1,6 +1,7 @@
 import { CodedError } from '../core/errors.js';
 import { LOG_LEVELS } from '../core/log.js';
 import { DEFAULT_LIMITER_TIMEOUT_MS } from '../access/redis-limiter.js';
+import { integerOption } from './args.js';
 import { DEFAULT_CACHE_BYTES, DEFAULT_DRAIN_S, DEFAULT_METRICS_ALLOW, DEFAULT_SNAPSHOT_POLL_S, DEFAULT_WHOLE_BODIES_BYTES, type ServeOptions } from '../server.js';
 
 /**
@@ -22,18 +23,13 @@ interface OptionSpec {
   apply(o: ServeOptions, raw: string | undefined): void;
 }
 
-const integer = (name: string, raw: string, min: number, max: number): number => {
-  const n = /^[0-9]+$/.test(raw) ? Number(raw) : NaN;
-  if (!(n >= min && n <= max)) throw new CodedError('E_USAGE', `--${name} must be an integer from ${min} to ${max}, not "${raw}"`);
-  return n;
-};
 const list = (raw: string): string[] => raw.split(',').map((x) => x.trim()).filter(Boolean);
 const MB = 1024 * 1024;
 
 export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { name: 'snapshot', value: 'FILE|URL', shown: null, required: true, help: 'the checker\'s snapshot: a file, or an http(s):// URL polled for changes', apply: (o, raw) => (o.snapshot = raw ?? '') },
   { name: 'keys', value: 'FILE', shown: null, required: true, help: 'the keys file', apply: (o, raw) => (o.keys = raw ?? '') },
-  { name: 'port', value: 'N', shown: '8080', help: 'listening port; a port in use is an error, never shared', apply: (o, raw) => (o.port = raw === undefined ? 8080 : integer('port', raw, 0, 65535)) },
+  { name: 'port', value: 'N', shown: '8080', help: 'listening port; a port in use is an error, never shared', apply: (o, raw) => (o.port = integerOption('port', raw, 8080, 0, 65535)) },
   { name: 'host', value: 'ADDR', shown: '0.0.0.0', help: 'listening address', apply: (o, raw) => (o.host = raw ?? '0.0.0.0') },
   { name: 'state', value: 'FILE', shown: null, help: 'where daily counts and subnets survive a restart (not with a Redis limiter)', apply: (o, raw) => (o.state = raw ?? null) },
   { name: 'trust-proxy', value: 'ADDR,...', shown: null, help: 'peers (addresses or CIDR ranges) whose X-Forwarded-For is believed', apply: (o, raw) => (o.trustProxy = raw === undefined ? [] : list(raw)) },
@@ -52,8 +48,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
       o.accessLog = raw === '1' || raw === 'true';
     },
   },
-  { name: 'cache-mb', value: 'N', shown: String(DEFAULT_CACHE_BYTES / MB), help: 'response cache size in MB; 0 turns it off', apply: (o, raw) => (o.cacheBytes = (raw === undefined ? DEFAULT_CACHE_BYTES / MB : integer('cache-mb', raw, 0, 65536)) * MB) },
-  { name: 'bodies-mb', value: 'N', shown: String(DEFAULT_WHOLE_BODIES_BYTES / MB), help: 'memory in MB for large bodies kept whole while read; past it, a ring of chunks', apply: (o, raw) => (o.wholeBodiesBytes = (raw === undefined ? DEFAULT_WHOLE_BODIES_BYTES / MB : integer('bodies-mb', raw, 0, 65536)) * MB) },
+  { name: 'cache-mb', value: 'N', shown: String(DEFAULT_CACHE_BYTES / MB), help: 'response cache size in MB; 0 turns it off', apply: (o, raw) => (o.cacheBytes = integerOption('cache-mb', raw, DEFAULT_CACHE_BYTES / MB, 0, 65536) * MB) },
+  { name: 'bodies-mb', value: 'N', shown: String(DEFAULT_WHOLE_BODIES_BYTES / MB), help: 'memory in MB for large bodies kept whole while read; past it, a ring of chunks', apply: (o, raw) => (o.wholeBodiesBytes = integerOption('bodies-mb', raw, DEFAULT_WHOLE_BODIES_BYTES / MB, 0, 65536) * MB) },
   {
     name: 'limiter', value: 'memory|URL', shown: 'memory', help: 'the usage limiter: in memory, or redis://[user:password@]host:port[/db] shared by instances',
     apply: (o, raw) => {
@@ -61,7 +57,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
       o.limiter = raw ?? 'memory';
     },
   },
-  { name: 'limiter-timeout-ms', value: 'N', shown: String(DEFAULT_LIMITER_TIMEOUT_MS), help: 'longest wait for Redis before answering 503 (or falling back)', apply: (o, raw) => (o.limiterTimeoutMs = raw === undefined ? DEFAULT_LIMITER_TIMEOUT_MS : integer('limiter-timeout-ms', raw, 1, 60_000)) },
+  { name: 'limiter-timeout-ms', value: 'N', shown: String(DEFAULT_LIMITER_TIMEOUT_MS), help: 'longest wait for Redis before answering 503 (or falling back)', apply: (o, raw) => (o.limiterTimeoutMs = integerOption('limiter-timeout-ms', raw, DEFAULT_LIMITER_TIMEOUT_MS, 1, 60_000)) },
   {
     name: 'limiter-fallback', value: 'none|memory', shown: 'none', help: 'while Redis is down: 503 for limited keys, or limits enforced by each instance alone',
     apply: (o, raw) => {
@@ -69,8 +65,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
       o.limiterFallback = raw === 'memory' ? 'memory' : 'none';
     },
   },
-  { name: 'snapshot-poll-s', value: 'N', shown: String(DEFAULT_SNAPSHOT_POLL_S), help: 'seconds between conditional GETs of an http(s) snapshot', apply: (o, raw) => (o.snapshotPollS = raw === undefined ? DEFAULT_SNAPSHOT_POLL_S : integer('snapshot-poll-s', raw, 1, 3600)) },
-  { name: 'drain-s', value: 'N', shown: String(DEFAULT_DRAIN_S), help: 'seconds requests are still served after SIGTERM, while /health answers 503 draining', apply: (o, raw) => (o.drainS = raw === undefined ? DEFAULT_DRAIN_S : integer('drain-s', raw, 0, 3600)) },
+  { name: 'snapshot-poll-s', value: 'N', shown: String(DEFAULT_SNAPSHOT_POLL_S), help: 'seconds between conditional GETs of an http(s) snapshot', apply: (o, raw) => (o.snapshotPollS = integerOption('snapshot-poll-s', raw, DEFAULT_SNAPSHOT_POLL_S, 1, 3600)) },
+  { name: 'drain-s', value: 'N', shown: String(DEFAULT_DRAIN_S), help: 'seconds requests are still served after SIGTERM, while /health answers 503 draining', apply: (o, raw) => (o.drainS = integerOption('drain-s', raw, DEFAULT_DRAIN_S, 0, 3600)) },
 ];
 
 /** The environment variable of an option. */

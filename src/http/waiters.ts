@@ -1,7 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import type { Tagger } from '../query/etag.js';
-import { planKey, type Plan } from '../query/plan.js';
+import { MAX_WAIT_S, planKey, type Plan } from '../query/plan.js';
 import type { QueryMemo } from '../query/query-memo.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { Store } from '../store/store.js';
@@ -15,7 +15,6 @@ import type { Headers, Sender } from './sender.js';
 
 /** How often held requests are looked at: deadlines, and the second turning (rows leave the window on whole seconds). */
 const TICK_MS = 100;
-export const MAX_WAIT_S = 60;
 
 type MemoEntry = ReturnType<QueryMemo['read']>;
 

@@ -1,5 +1,5 @@
 import { ANONS, RECORD_FIELDS, TYPES, parseIPv4 } from '../core/vocabulary.js';
-import type { Get, IpItem, Plan, Sort } from './plan.js';
+import { MAX_WAIT_S, type Get, type IpItem, type Plan, type Sort } from './plan.js';
 import type { RawParams } from './query-string.js';
 
 export const DEFAULT_TIME_S = 600;
@@ -106,7 +106,7 @@ function buildPlan(raw: RawParams, services: readonly string[]): Plan {
   const cities = resolved('city', (s) => s, 'city names');
   const lowerServices = services.map((s) => s.toLowerCase());
   const services_ = resolved('service', (s) => services[lowerServices.indexOf(s.toLowerCase())], services.join(', '));
-  const wait = integer('wait', 1, 60, 'an integer from 1 to 60 (seconds)');
+  const wait = integer('wait', 1, MAX_WAIT_S, `an integer from 1 to ${MAX_WAIT_S} (seconds)`);
   const get = choice('get', GETS, 'txt');
   const json = get === 'json' || get === 'json.file';
   const plan: Plan = {

@@ -1,6 +1,8 @@
 /** A validated /api request: what to select and how to write it. */
 export type Get = 'txt' | 'json' | 'txt.file' | 'json.file' | 'stats';
 export type Sort = 'time' | 'ping' | 'works' | 'random';
+/** The longest `wait` a request may ask for, in seconds (README, ETag and wait). */
+export const MAX_WAIT_S = 60;
 
 export interface IpItem {
   /** As given, trimmed: the form shown in the envelope's filters. */
