@@ -13,37 +13,36 @@ export function echo(value: string): string {
   return value.replace(/[\u0000-\u001f\u007f-\u009f]/g, '').slice(0, 64);
 }
 
-class BadParam extends Error {}
-
-const invalid = (name: string, value: string, allowed: string): BadParam =>
-  new BadParam(`Invalid ${name} "${echo(value)}"; allowed: ${allowed}`);
-
 export type ParseResult = { ok: true; plan: Plan } | { ok: false; message: string };
 
+const refuse = (message: string): ParseResult => ({ ok: false, message });
+
 /**
- * Turns the decoded parameters into a validated plan (README, Parameters).
+ * Turns the decoded parameters into a validated plan (README, Parameters), or the message of the
+ * first invalid parameter in reading order. Nothing throws: a bad query is an ordinary answer.
  * `services` are the loaded snapshot's names, which `service` and `fields` accept.
  */
 export function parsePlan(raw: RawParams, services: readonly string[]): ParseResult {
-  try {
-    return { ok: true, plan: buildPlan(raw, services) };
-  } catch (err) {
-    if (err instanceof BadParam) return { ok: false, message: err.message };
-    throw err;
-  }
-}
-
-function buildPlan(raw: RawParams, services: readonly string[]): Plan {
-  if (raw.malformed !== null) throw new BadParam(`Malformed percent-encoding or UTF-8 in parameter ${echo(raw.malformed)}`);
+  if (raw.malformed !== null) return refuse(`Malformed percent-encoding or UTF-8 in parameter ${echo(raw.malformed)}`);
   const v = raw.values;
   for (const name of OUTPUT_ONLY) {
-    if (v.has(name)) throw new BadParam(`Parameter ${name} is output-only and cannot be used as a filter`);
+    if (v.has(name)) return refuse(`Parameter ${name} is output-only and cannot be used as a filter`);
   }
+
+  // The readers below record the first failure and go on with a neutral value; the plan is
+  // discarded if one was recorded, so what they return after a failure never matters.
+  let failure: string | null = null;
+  const fail = (message: string): null => {
+    failure ??= message;
+    return null;
+  };
+  const finish = (plan: Plan): ParseResult => (failure === null ? { ok: true, plan } : refuse(failure));
+  const invalid = (name: string, value: string, allowed: string): null => fail(`Invalid ${name} "${echo(value)}"; allowed: ${allowed}`);
 
   const scalar = (name: string): string | null => {
     const list = v.get(name);
     if (!list) return null;
-    if (list.length > 1) throw new BadParam(`Parameter ${name} is given more than once`);
+    if (list.length > 1) return fail(`Parameter ${name} is given more than once`);
     return list[0];
   };
   const list = (name: string): string[] | null => {
@@ -56,15 +55,15 @@ function buildPlan(raw: RawParams, services: readonly string[]): Plan {
     const s = scalar(name);
     if (s === null) return null;
     const n = /^[0-9]+$/.test(s) ? Number(s) : NaN;
-    if (!(n >= min && n <= max)) throw invalid(name, s, allowed);
-    return n;
+    return n >= min && n <= max ? n : invalid(name, s, allowed);
   };
   const choice = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
     const s = scalar(name);
     if (s === null) return fallback;
     const lower = s.toLowerCase() as T;
-    if (!allowed.includes(lower)) throw invalid(name, s, allowed.join(', '));
-    return lower;
+    if (allowed.includes(lower)) return lower;
+    invalid(name, s, allowed.join(', '));
+    return fallback;
   };
   const flag = (name: string, fallback: boolean): boolean => choice(name, ['0', '1'], fallback ? '1' : '0') === '1';
   /** Items of a list parameter mapped through `resolve`, without duplicates, in first-given order. */
@@ -75,7 +74,7 @@ function buildPlan(raw: RawParams, services: readonly string[]): Plan {
     const seen = new Set<unknown>();
     for (const item of items) {
       const t = resolve(item);
-      if (t === undefined) throw invalid(name, item, allowed);
+      if (t === undefined) return invalid(name, item, allowed);
       const id = dedupeBy ? dedupeBy(t) : t;
       if (!seen.has(id)) {
         seen.add(id);
@@ -101,7 +100,7 @@ function buildPlan(raw: RawParams, services: readonly string[]): Plan {
   const cm = choice('cm', ['include', 'except'], 'include');
   const countryMode = choice('country_mode', ['include', 'except'], cm);
   if (v.has('cm') && v.has('country_mode') && cm !== countryMode) {
-    throw new BadParam('Parameters cm and country_mode disagree; allowed: include or except, the same in both');
+    fail('Parameters cm and country_mode disagree; allowed: include or except, the same in both');
   }
   const cities = resolved('city', (s) => s, 'city names');
   const lowerServices = services.map((s) => s.toLowerCase());
@@ -117,7 +116,7 @@ function buildPlan(raw: RawParams, services: readonly string[]): Plan {
   if (get === 'stats') {
     plan.pretty = flag('pretty', true);
     plan.ips = ipItems();
-    return plan;
+    return finish(plan);
   }
   plan.sort = v.has('sort') ? choice('sort', SORTS, 'time') : null;
   plan.offset = integer('offset', 0, MAX_INT, 'an integer >= 0');
@@ -125,7 +124,7 @@ function buildPlan(raw: RawParams, services: readonly string[]): Plan {
   plan.lang = choice('lang', ['ru', 'en'], 'ru');
   if (!json) {
     plan.typePrefix = flag('type_prefix', false);
-    return plan;
+    return finish(plan);
   }
   const fieldNames = [...RECORD_FIELDS, ...services];
   const lowerFields = fieldNames.map((f) => f.toLowerCase());
@@ -136,7 +135,7 @@ function buildPlan(raw: RawParams, services: readonly string[]): Plan {
   plan.wrap = flag('wrap', false);
   plan.format = choice('format', ['array', 'object'], 'array');
   plan.ips = ipItems();
-  return plan;
+  return finish(plan);
 }
 
 function parseIpItem(text: string): IpItem | undefined {
