@@ -15,7 +15,7 @@ import { execute } from '../src/query/execute.js';
 import { parsePlan } from '../src/query/parse.js';
 import { readQuery } from '../src/query/query-string.js';
 import { QueryScratch } from '../src/query/scratch.js';
-import { renderBody } from '../src/render/body.js';
+import { BodyWriter } from '../src/render/body.js';
 import { OutputBuffer } from '../src/render/output-buffer.js';
 import { loadSnapshotFile } from '../src/snapshot/decode.js';
 import { Store } from '../src/store/store.js';
@@ -31,7 +31,7 @@ function dump(store: Store, query: string): Uint8Array {
   const scratch = new QueryScratch();
   const n = execute(store, parsed.plan, store.prefixEnd(now - parsed.plan.time), scratch);
   const out = new OutputBuffer();
-  renderBody(out, store, parsed.plan, scratch.rows, n, now * 1000);
+  new BodyWriter(store, parsed.plan, scratch.rows, n, now * 1000).write(out, 0, n);
   return out.view().slice();
 }
 

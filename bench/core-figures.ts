@@ -12,7 +12,7 @@ import { readQuery } from '../src/query/query-string.js';
 import { parsePlan } from '../src/query/parse.js';
 import { execute } from '../src/query/execute.js';
 import { QueryScratch } from '../src/query/scratch.js';
-import { renderBody } from '../src/render/body.js';
+import { BodyWriter } from '../src/render/body.js';
 import { OutputBuffer } from '../src/render/output-buffer.js';
 import { loadInWorker } from '../src/snapshot/load-in-worker.js';
 import { Store } from '../src/store/store.js';
@@ -62,7 +62,7 @@ try {
         out.reset();
         const end = store!.prefixEnd(Math.floor(Date.now() / 1000) - plan.plan.time);
         const n = execute(store!, plan.plan, end, scratch);
-        renderBody(out, store!, plan.plan, scratch.rows, n, Date.now());
+        new BodyWriter(store!, plan.plan, scratch.rows, n, Date.now()).write(out, 0, n);
         times.push(performance.now() - t0);
         bytes = out.pos;
       }

@@ -18,7 +18,7 @@ import { QueryScratch } from '../src/query/scratch.js';
 import { countStats } from '../src/query/stats.js';
 import { Tagger } from '../src/query/etag.js';
 import { statsJson } from '../src/render/stats.js';
-import { renderBody } from '../src/render/body.js';
+import { BodyWriter } from '../src/render/body.js';
 import { OutputBuffer } from '../src/render/output-buffer.js';
 import { loadSnapshotFile } from '../src/snapshot/decode.js';
 import { Store } from '../src/store/store.js';
@@ -42,7 +42,7 @@ function run(query: string): { ms: number; bytes: number } {
   const t0 = performance.now();
   out.reset();
   const n = execute(store, parsed.plan, store.prefixEnd(now - parsed.plan.time), scratch);
-  renderBody(out, store, parsed.plan, scratch.rows, n, now * 1000);
+  new BodyWriter(store, parsed.plan, scratch.rows, n, now * 1000).write(out, 0, n);
   return { ms: performance.now() - t0, bytes: out.pos };
 }
 const timed = (query: string, times: number) => {

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { systemClock } from '../src/core/clock.js';
-import { silentLogger } from '../src/core/log.js';
+import { createLogger } from '../src/core/log.js';
 import { SnapshotFeed } from '../src/snapshot/snapshot-feed.js';
 import { generateSnapshot, median, sleep, writeResult } from './harness.js';
 
@@ -28,7 +28,7 @@ const now = Math.floor(Date.now() / 1000);
 const versions = Array.from({ length: RELOADS + 1 }, (_, i) => join(dir, `v${i}.msgpack`));
 versions.forEach((file, i) => generateSnapshot(file, records, now, i + 1));
 
-const feed = new SnapshotFeed(path, systemClock, silentLogger);
+const feed = new SnapshotFeed(path, systemClock, createLogger('silent'));
 let swapped = 0;
 feed.onSwap(() => swapped++);
 /**

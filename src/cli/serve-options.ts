@@ -86,16 +86,6 @@ export function serveHelp(): string {
 }
 
 /** The README's table of the options, in Markdown. */
-export function serveOptionsMarkdown(): string {
-  // A pipe inside a cell must be escaped, even in code.
-  const cell = (text: string) => text.replace(/\|/g, '\\|');
-  return [
-    '| option | environment | default | meaning |',
-    '|---|---|---|---|',
-    ...SERVE_OPTIONS.map((s) => `| \`${cell(`--${s.name}${s.value ? ` ${s.value}` : ''}`)}\` | \`${envName(s.name)}\` | ${s.required ? 'required' : (s.shown ?? 'none')} | ${s.help} |`),
-  ].join('\n');
-}
-
 /** Reads `args` (flags) with the environment as fallback. */
 export function readServeOptions(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): ServeOptions {
   const o = {} as ServeOptions;

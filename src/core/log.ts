@@ -8,6 +8,3 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 export function createLogger(level: string = 'info'): Logger {
   return pino({ level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime });
 }
-
-/** For tests and library use: a logger that writes nothing. */
-export const silentLogger: Logger = pino({ level: 'silent' });

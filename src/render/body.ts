@@ -96,10 +96,6 @@ export class BodyWriter {
 }
 
 /** Writes the whole body for `rows[0..n)`. */
-export function renderBody(out: OutputBuffer, store: Store, plan: Plan, rows: Uint32Array, n: number, nowMs: number): void {
-  new BodyWriter(store, plan, rows, n, nowMs).write(out, 0, n);
-}
-
 /** A bare body (no envelope) for some rows: its bytes, a tail sent after them, and per JSON record where it ends. */
 export interface BareBody {
   bytes: Uint8Array;

@@ -22,7 +22,7 @@ const WINDOW_BYTES = 4 * 1024 * 1024;
  * read again after it moves on. Positions are relative to the window start.
  */
 class Window {
-  buf: Buffer;
+  buf = Buffer.allocUnsafe(WINDOW_BYTES);
   len = 0;
   private fd: number | null;
   /** The file's size when it was opened. */
@@ -30,16 +30,9 @@ class Window {
   /** Every byte read, in order: the content hash of what was decoded. */
   private readonly hash = createHash('sha256');
 
-  private constructor(buf: Buffer, len: number, fd: number | null, size: number) {
-    this.buf = buf;
-    this.len = len;
+  private constructor(fd: number) {
     this.fd = fd;
-    this.size = size;
-    this.hash.update(buf.subarray(0, len));
-  }
-
-  static ofBytes(bytes: Uint8Array): Window {
-    return new Window(Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length), bytes.length, null, bytes.length);
+    this.size = fstatSync(fd).size;
   }
 
   static ofFile(path: string): Window {
@@ -49,7 +42,7 @@ class Window {
     } catch (err) {
       throw new CodedError('E_SNAPSHOT_READ', `cannot read snapshot ${path}: ${messageOf(err)}`);
     }
-    const w = new Window(Buffer.allocUnsafe(WINDOW_BYTES), 0, fd, fstatSync(fd).size);
+    const w = new Window(fd);
     w.fill();
     return w;
   }
@@ -246,12 +239,6 @@ function extractInto(): { begin: Begin; extractor: () => RecordExtractor } {
     };
   };
   return { begin, extractor: () => extractor! };
-}
-
-export function loadSnapshotBytes(bytes: Uint8Array): { columns: StoreColumns; meta: StoreMeta } {
-  const { begin, extractor } = extractInto();
-  const { top, contentHash } = readSnapshot(Window.ofBytes(bytes), begin);
-  return buildStore(extractor(), top.generated_at, contentHash);
 }
 
 /** Read (a window at a time), decode, validate and build, on the calling thread. */

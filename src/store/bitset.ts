@@ -9,10 +9,6 @@ export function setBit(words: Uint32Array, r: number): void {
   words[r >>> 5] |= 1 << (r & 31);
 }
 
-export function hasBit(words: Uint32Array, r: number): boolean {
-  return (words[r >>> 5] & (1 << (r & 31))) !== 0;
-}
-
 /**
  * A family of `count` bitsets of `words` words each, in one buffer so that it
  * transfers between threads as one piece. Set i is words [i*words, (i+1)*words).

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ManualClock } from '../../src/core/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { getFrom } from '../helpers/http-from.js';
 import { TEST_NOW_S, eventually, startTestServer, type TestServer } from '../helpers/server.js';

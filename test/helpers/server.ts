@@ -1,9 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ManualClock, type Clock } from '../../src/core/clock.js';
+import type { Clock } from '../../src/core/clock.js';
+import { ManualClock } from './manual-clock.js';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
-import { silentLogger } from '../../src/core/log.js';
+import { createLogger } from '../../src/core/log.js';
 import { startServer, type RunningServer, type ServeOptions } from '../../src/server.js';
 
 /** The instant test snapshots are generated at: 2026-11-28 14:00:00 in UTC+02:00. */
@@ -54,7 +55,7 @@ export async function startTestServer(o: {
   writeFileSync(keys, JSON.stringify(o.keys ?? { keys: [{ key: TEST_KEY, name: 'test', limits: UNLIMITED }] }));
   const clock = (o.clock as ManualClock) ?? new ManualClock(TEST_NOW_S * 1000);
   const server = await startServer({
-    snapshot, keys, port: 0, host: '127.0.0.1', clock, log: silentLogger,
+    snapshot, keys, port: 0, host: '127.0.0.1', clock, log: createLogger('silent'),
     follow: { debounceMs: 20, pollMs: 200 }, drainS: 0, ...o.options,
   });
   await server.feed.settle();

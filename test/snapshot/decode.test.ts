@@ -3,17 +3,17 @@ import { join } from 'node:path';
 import { Packr } from 'msgpackr';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { loadSnapshotBytes, loadSnapshotFile } from '../../src/snapshot/decode.js';
+import { loadSnapshotFile } from '../../src/snapshot/decode.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
 import { TEST_NOW_S, tempDir } from '../helpers/server.js';
 
 const dir = tempDir();
-const lines = (c: { lines: { bytes: Uint8Array } }) => Buffer.from(c.lines.bytes).toString();
+const lines = (c: { rows: number; lines: { bytes: Uint8Array; off: Uint32Array } }) => Buffer.from(c.lines.bytes.subarray(0, c.lines.off[c.rows])).toString();
 
 const test = suite('reading a snapshot file a window at a time');
 
-test('a file several windows long reads the same as the whole bytes, and as the reference', () => {
+test('a file several windows long reads as the reference reads its whole bytes', () => {
   const records: unknown[] = generateRecords({ records: 40_000, seed: 31, now: TEST_NOW_S });
   // One record far larger than a window: an unknown key with a 9 MB value, and a long city name.
   records.splice(20_000, 0, { ...(records[0] as object), ip: '198.51.100.1', padding: 'x'.repeat(9_000_000), city: { ru: 'Д'.repeat(100_000) } });
@@ -22,12 +22,9 @@ test('a file several windows long reads the same as the whole bytes, and as the 
   const file = join(dir, 'big.msgpack');
   writeFileSync(file, bytes);
   const fromFile = loadSnapshotFile(file);
-  const fromBytes = loadSnapshotBytes(bytes);
-  assert.is(fromFile.columns.rows, fromBytes.columns.rows);
-  assert.is(lines(fromFile.columns), lines(fromBytes.columns));
-  assert.equal(fromFile.meta.cities, fromBytes.meta.cities);
   const reference = NaiveEngine.fromFile(bytes);
   assert.is(fromFile.columns.rows, reference.records.length);
+  assert.is(lines(fromFile.columns), reference.records.map((r) => `${r.ip}:${r.port}\n`).join(''));
   assert.ok(fromFile.meta.cities.some((c) => c.ru.length === 100_000));
 });
 

@@ -2,10 +2,11 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { buildFromRecords } from '../helpers/build-store.js';
 import { Store } from '../../src/store/store.js';
-import { hasBit } from '../../src/store/bitset.js';
 import type { SnapshotRecord } from '../../src/snapshot/format.js';
 import { generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
+
+const hasBit = (words: Uint32Array, r: number): boolean => (words[r >>> 5] & (1 << (r & 31))) !== 0;
 
 const base: SnapshotRecord = { ip: '10.0.0.1', port: 80, type: 'http', anon: 'elite', ping_ms: 100, checked_at: 1000, country: 'us', works: 50 };
 const build = (proxies: unknown[], services?: string[]) => {
