@@ -1,4 +1,4 @@
-import type { ExtractedRecords } from '../store/build.js';
+import { recordColumns, type ExtractedRecords, type RecordColumns } from '../store/build.js';
 import type { RecordDecoder } from './record-decoder.js';
 
 const MAX_SKIP_REASONS = 10;
@@ -11,17 +11,7 @@ export class RecordExtractor implements ExtractedRecords {
   count = 0;
   skipped = 0;
   readonly skipReasons: string[] = [];
-  readonly ip: Uint32Array;
-  readonly port: Uint16Array;
-  readonly type: Uint8Array;
-  readonly anon: Uint8Array;
-  readonly works: Uint8Array;
-  readonly ping: Float64Array;
-  readonly checkedAt: Uint32Array;
-  readonly country: Uint16Array;
-  readonly city: Uint32Array;
-  readonly services: Uint32Array;
-  readonly ipOut: Uint32Array;
+  readonly columns: RecordColumns;
   readonly cities: Array<{ ru: string; en: string }> = [{ ru: '', en: '' }];
   /** Country id by the code's two char codes (c1 * 256 + c2); -1 unseen. */
   private readonly countryIds = new Int16Array(65536).fill(-1);
@@ -30,17 +20,7 @@ export class RecordExtractor implements ExtractedRecords {
   private readonly cityIds = new Map<string, number>();
 
   constructor(readonly serviceNames: readonly string[], capacity: number) {
-    this.ip = new Uint32Array(capacity);
-    this.port = new Uint16Array(capacity);
-    this.type = new Uint8Array(capacity);
-    this.anon = new Uint8Array(capacity);
-    this.works = new Uint8Array(capacity);
-    this.ping = new Float64Array(capacity);
-    this.checkedAt = new Uint32Array(capacity);
-    this.country = new Uint16Array(capacity);
-    this.city = new Uint32Array(capacity);
-    this.services = new Uint32Array(capacity);
-    this.ipOut = new Uint32Array(capacity);
+    this.columns = recordColumns(capacity);
   }
 
   /** Takes the record the decoder has just read from `b`. */
@@ -51,22 +31,23 @@ export class RecordExtractor implements ExtractedRecords {
       return;
     }
     const m = this.count++;
-    this.ip[m] = d.ip;
-    this.port[m] = d.port;
-    this.type[m] = d.type;
-    this.anon[m] = d.anon;
-    this.works[m] = d.works;
-    this.ping[m] = d.ping;
-    this.checkedAt[m] = d.checkedAt;
-    this.ipOut[m] = d.ipOut >= 0 ? d.ipOut : d.ip;
-    this.services[m] = d.services;
+    const c = this.columns;
+    c.ip[m] = d.ip;
+    c.port[m] = d.port;
+    c.type[m] = d.type;
+    c.anon[m] = d.anon;
+    c.works[m] = d.works;
+    c.ping[m] = d.ping;
+    c.checkedAt[m] = d.checkedAt;
+    c.ipOut[m] = d.ipOut >= 0 ? d.ipOut : d.ip;
+    c.services[m] = d.services;
 
     let countryId = this.countryIds[d.country];
     if (countryId < 0) {
       this.countryIds[d.country] = countryId = this.countryCodes.length;
       this.countryCodes.push(String.fromCharCode(d.country >> 8, d.country & 255));
     }
-    this.country[m] = countryId;
+    c.country[m] = countryId;
 
     let cityId = 0;
     if (d.cityStart >= 0) {
@@ -78,14 +59,15 @@ export class RecordExtractor implements ExtractedRecords {
         this.cities.push({ ru: d.ruStart >= 0 ? b.toString('utf8', d.ruStart, d.ruEnd) : '', en: d.enStart >= 0 ? b.toString('utf8', d.enStart, d.enEnd) : '' });
       }
     }
-    this.city[m] = cityId;
+    c.city[m] = cityId;
   }
 
   /** Country codes in alphabetical order (ids do not depend on record order); renumbers the column. */
   countries(): string[] {
     const sorted = [...this.countryCodes].sort();
     const remap = this.countryCodes.map((c) => sorted.indexOf(c));
-    for (let m = 0; m < this.count; m++) this.country[m] = remap[this.country[m]];
+    const country = this.columns.country;
+    for (let m = 0; m < this.count; m++) country[m] = remap[country[m]];
     return sorted;
   }
 }

@@ -6,25 +6,35 @@ import { packStrings, writeAscii, writeIPv4, writeUint } from './encode.js';
 import { radixSortIndices, uint32Digits } from './radix-sort.js';
 
 /**
- * The valid records of a snapshot, a column each, indexed by record number
- * in file order (the snapshot stage extracts them while it decodes).
+ * Columns for the valid records of a snapshot, indexed by record number in
+ * file order, with room for `capacity` records.
  */
+export function recordColumns(capacity: number) {
+  return {
+    ip: new Uint32Array(capacity),
+    port: new Uint16Array(capacity),
+    type: new Uint8Array(capacity),
+    anon: new Uint8Array(capacity),
+    works: new Uint8Array(capacity),
+    ping: new Float64Array(capacity),
+    checkedAt: new Uint32Array(capacity),
+    country: new Uint16Array(capacity),
+    city: new Uint32Array(capacity),
+    services: new Uint32Array(capacity),
+    ipOut: new Uint32Array(capacity),
+  };
+}
+
+export type RecordColumns = ReturnType<typeof recordColumns>;
+
+/** The valid records of a snapshot, as the snapshot stage extracts them while it decodes. */
 export interface ExtractedRecords {
   readonly serviceNames: readonly string[];
+  /** Records in the columns. */
   readonly count: number;
   readonly skipped: number;
   readonly skipReasons: string[];
-  readonly ip: Uint32Array;
-  readonly port: Uint16Array;
-  readonly type: Uint8Array;
-  readonly anon: Uint8Array;
-  readonly works: Uint8Array;
-  readonly ping: Float64Array;
-  readonly checkedAt: Uint32Array;
-  readonly country: Uint16Array;
-  readonly city: Uint32Array;
-  readonly services: Uint32Array;
-  readonly ipOut: Uint32Array;
+  readonly columns: RecordColumns;
   readonly cities: Array<{ ru: string; en: string }>;
   /** Country codes in alphabetical order; renumbers the country column to match. */
   countries(): string[];
@@ -67,10 +77,11 @@ function gather<T extends Column>(src: T, order: Uint32Array, rows: number): T {
  * a tie the one later in the file. `contentHash` identifies the snapshot's
  * bytes: instances that load one file agree on it (it seeds the ETags).
  */
-export function buildStore(x: ExtractedRecords, generatedAt: number, contentHash: string): { columns: StoreColumns; meta: StoreMeta } {
-  const services = x.serviceNames;
-  const countries = x.countries();
-  const m = x.count;
+export function buildStore(records: ExtractedRecords, generatedAt: number, contentHash: string): { columns: StoreColumns; meta: StoreMeta } {
+  const services = records.serviceNames;
+  const countries = records.countries();
+  const m = records.count;
+  const x = records.columns;
   const typeDigits = Uint16Array.from(x.type.subarray(0, m));
   const portDigits = x.port.subarray(0, m);
   const ipDigits = uint32Digits((i) => x.ip[i], m, false);
@@ -173,7 +184,7 @@ export function buildStore(x: ExtractedRecords, generatedAt: number, contentHash
     for (let mask = c.services[r], s = 0; mask !== 0; mask >>>= 1, s++) if (mask & 1) setBit(serviceSets[s], r);
   }
 
-  const cityCount = x.cities.length;
+  const cityCount = records.cities.length;
   const cityStart = new Uint32Array(cityCount + 1);
   for (let r = 0; r < rows; r++) cityStart[c.city[r] + 1]++;
   for (let k = 0; k < cityCount; k++) cityStart[k + 1] += cityStart[k];
@@ -184,12 +195,12 @@ export function buildStore(x: ExtractedRecords, generatedAt: number, contentHash
   const columns: StoreColumns = {
     ...c, addrId, addrCount, byAddress, byPing, byWorks, lines, ipLen, ipOut: ipOutText, pingText, timecheck,
     typeBits, anonBits, countryBits, serviceBits, cityStart, cityRows,
-    cityJsonRu: packStrings(x.cities.map((k) => JSON.stringify(k.ru))),
-    cityJsonEn: packStrings(x.cities.map((k) => JSON.stringify(k.en))),
+    cityJsonRu: packStrings(records.cities.map((k) => JSON.stringify(k.ru))),
+    cityJsonEn: packStrings(records.cities.map((k) => JSON.stringify(k.en))),
   };
   const meta: StoreMeta = {
-    generatedAt, contentHash, services: [...services], countries, cities: x.cities,
-    skipped: x.skipped, duplicates: m - rows, skipReasons: x.skipReasons, maxPingText: maxPing,
+    generatedAt, contentHash, services: [...services], countries, cities: records.cities,
+    skipped: records.skipped, duplicates: m - rows, skipReasons: records.skipReasons, maxPingText: maxPing,
   };
   return { columns, meta };
 }
