@@ -7,7 +7,7 @@ import { parseAddress, subnetOf } from '../src/access/address.js';
 import { KeyTable } from '../src/access/keys.js';
 import { MemoryLimiter } from '../src/access/limiter.js';
 import { rateLimitHeaders } from '../src/access/rate-limit-headers.js';
-import { writeResult } from './harness.js';
+import { round2, writeResult } from './harness.js';
 
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
 const N = 200_000;
@@ -31,7 +31,7 @@ function nsPerCheck(label: string, keys: unknown[], pick: (i: number) => string)
   const t0 = process.hrtime.bigint();
   for (let i = 0; i < N; i++) if (check(table, limiter, pick(i), peers[i & 7], i)) accepted++;
   const ns = Number(process.hrtime.bigint() - t0) / N;
-  const row = { case: label, ns_per_check: Math.round(ns), accepted_share: Math.round((accepted / N) * 100) / 100 };
+  const row = { case: label, ns_per_check: Math.round(ns), accepted_share: round2(accepted / N) };
   console.log(JSON.stringify(row));
   return row;
 }

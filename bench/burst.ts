@@ -17,7 +17,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../test/helpers/cli.js';
-import { BENCH_KEY, CLI, captureBodies, generateSnapshot, median, sleep, startPinned, startWrk, stop, waitFor, wrk, writeBenchKeys, type WrkResult, writeResult } from './harness.js';
+import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, round2, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkResult } from './harness.js';
 
 const quick = process.argv.includes('--quick');
 const RUNS = quick ? 1 : 3;
@@ -89,7 +89,7 @@ async function runCase(c: (typeof cases)[number], work: string): Promise<Record<
   const [ours, top] = rows;
   return {
     records: c.records, big_query: c.big, big_mb: Math.round(bigBytes / 1e5) / 10, readers: c.readers, rows,
-    big_rps_vs_ceiling: Math.round((ours.big_rps / top.big_rps) * 100) / 100,
+    big_rps_vs_ceiling: round2(ours.big_rps / top.big_rps),
     small_p99_target_ms: Math.max(20, 2 * top.small_p99_ms),
   };
 }

@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { createClient } from 'redis';
 import { FUNCTION_NAME } from '../src/access/redis-function.js';
 import { freePorts } from '../test/helpers/cli.js';
-import { BENCH_KEY, CLI, LOAD_CORE, generateSnapshot, median, sleep, startPinned, startWrk, stop, waitFor, wrk, writeResult, type WrkResult } from './harness.js';
+import { BENCH_KEY, CLI, generateSnapshot, LOAD_CORE, median, round2, sleep, startPinned, startWrk, stop, waitFor, writeResult, wrk, type WrkResult } from './harness.js';
 import { SMALL_MIX } from './mix.js';
 
 const RECORDS = 100_000;
@@ -115,12 +115,12 @@ try {
   const result = {
     date: new Date().toISOString(),
     records: RECORDS,
-    S1_unlimited_mix: { memory_rps: memoryRps, redis_rps: redisRps, runs: s1Runs, ratio: Math.round((redisRps / memoryRps) * 100) / 100 },
+    S1_unlimited_mix: { memory_rps: memoryRps, redis_rps: redisRps, runs: s1Runs, ratio: round2(redisRps / memoryRps) },
     S2_limited_keys: {
       keys: LIMITED_KEYS,
       ...s2,
-      unpaced_ratio: Math.round((s2.redis.unpaced.rps / s2.memory.unpaced.rps) * 100) / 100,
-      p99_added_ms_at_4000: Math.round((s2.redis.at_4000.p99_ms - s2.memory.at_4000.p99_ms) * 100) / 100,
+      unpaced_ratio: round2(s2.redis.unpaced.rps / s2.memory.unpaced.rps),
+      p99_added_ms_at_4000: round2(s2.redis.at_4000.p99_ms - s2.memory.at_4000.p99_ms),
       fcalls: s2Calls,
     },
     S3_one_key_hammered: { requests: hammer.requests, accepted, refused, fcalls: s3Calls, fcalls_per_refused_beyond_first: refused > 0 ? Math.round((Math.max(0, s3Calls - accepted - 1) / refused) * 10000) / 10000 : 0 },

@@ -23,7 +23,7 @@ import { OutputBuffer } from '../src/render/output-buffer.js';
 import { loadSnapshotFile } from '../src/snapshot/decode.js';
 import { Store } from '../src/store/store.js';
 import { NaiveEngine } from '../test/reference/naive-engine.js';
-import { CLI, median, writeResult } from './harness.js';
+import { CLI, median, round2, writeResult } from './harness.js';
 
 const arg = process.argv.indexOf('--records');
 const records = arg > 0 ? Number(process.argv[arg + 1]) : 1_000_000;
@@ -108,15 +108,15 @@ const result = {
   X1_sort_ping_count100_us: Math.round(byPing.median_ms * 10000) / 10,
   X1_sort_works_count100_us: Math.round(byWorks.median_ms * 10000) / 10,
   X3_sort_orders_mb: Math.round((store.c.byPing.byteLength + store.c.byWorks.byteLength) / 1e5) / 10,
-  X2_stats_default_window_ms: Math.round(statsWindow.median_ms * 100) / 100,
+  X2_stats_default_window_ms: round2(statsWindow.median_ms),
   stats_default_window_records: statsWindow.count,
-  stats_every_record_ms: Math.round(statsAll.median_ms * 100) / 100,
+  stats_every_record_ms: round2(statsAll.median_ms),
   etag_of_full_dump_us: Math.round(median(tagRuns) * 10000) / 10,
   T5_full_txt_dump_ms: Math.round(txtDump.median_ms * 10) / 10,
   full_txt_bytes: txtDump.bytes,
   T6_full_json_dump_ms: Math.round(jsonDump.median_ms),
   json_stringify_same_objects_ms: Math.round(stringifyMs),
-  T6_speedup_vs_stringify: Math.round((stringifyMs / jsonDump.median_ms) * 100) / 100,
+  T6_speedup_vs_stringify: round2(stringifyMs / jsonDump.median_ms),
   full_json_bytes: jsonDump.bytes,
 };
 writeResult(`engine-${records}`, result);

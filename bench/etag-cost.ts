@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freePorts } from '../test/helpers/cli.js';
-import { BENCH_KEY, CLI, generateSnapshot, median, startPinned, stop, waitFor, wrk, writeBenchKeys, type WrkOptions, writeResult } from './harness.js';
+import { BENCH_KEY, CLI, generateSnapshot, median, round2, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkOptions } from './harness.js';
 import { SMALL_MIX } from './mix.js';
 
 const arg = process.argv.indexOf('--baseline');
@@ -53,8 +53,8 @@ try {
       date: new Date().toISOString(),
       records: RECORDS,
       contenders: contenders.map((c, i) => ({ name: c.name, rps: rps[i], runs_rps: runs[i] })),
-      X5_etag_vs_baseline: Math.round((rps[0] / rps[1]) * 100) / 100,
-      X5_if_none_match_vs_none: Math.round((rps[2] / rps[0]) * 100) / 100,
+      X5_etag_vs_baseline: round2(rps[0] / rps[1]),
+      X5_if_none_match_vs_none: round2(rps[2] / rps[0]),
     };
     writeResult('etag-cost', result);
   } finally {

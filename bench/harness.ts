@@ -19,6 +19,8 @@ export function writeResult(name: string, result: unknown, print = true): void {
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** Two decimals, for ratios and milliseconds in results. */
+export const round2 = (x: number): number => Math.round(x * 100) / 100;
 export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 export function generateSnapshot(file: string, records: number, now: number, seed = 1): void {

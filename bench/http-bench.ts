@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BENCH_KEY, CLI, captureBodies, type Captured, generateSnapshot, serverMemory, sleep, startPinned, stop, waitFor, wrkMedian, writeBenchKeys, type WrkResult, writeResult } from './harness.js';
+import { BENCH_KEY, captureBodies, type Captured, CLI, generateSnapshot, round2, serverMemory, sleep, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrkMedian, type WrkResult } from './harness.js';
 import { QUERY_MIX } from './mix.js';
 import { freePorts } from '../test/helpers/cli.js';
 
@@ -131,7 +131,7 @@ async function benchSize(records: number, work: string): Promise<Record<string, 
   const naive = rows.find((r) => r.name.startsWith('naive'))!.rps;
   return {
     records,
-    contenders: rows.map((r) => ({ ...r, vs_ceiling: Math.round((r.rps / ceiling) * 100) / 100, vs_naive: Math.round((r.rps / naive) * 100) / 100 })),
+    contenders: rows.map((r) => ({ ...r, vs_ceiling: round2(r.rps / ceiling), vs_naive: round2(r.rps / naive) })),
   };
 }
 

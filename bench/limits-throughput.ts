@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../test/helpers/cli.js';
-import { writeResult } from './harness.js';
+import { round2, writeResult } from './harness.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const LUA = fileURLToPath(new URL('../../bench/wrk/rotate.lua', import.meta.url));
@@ -44,7 +44,7 @@ try {
   const accepted = wrk([`/api?key=open&${query}`]);
   // 9 in 10 requests use a capped key: after its first 2 it is refused (429).
   const mixed = wrk(Array.from({ length: 100 }, (_, i) => (i % 10 === 0 ? `/api?key=open&${query}` : `/api?key=${capped[i]}&${query}`)));
-  const result = { date: new Date().toISOString(), query, all_accepted: accepted, ninety_percent_refused: mixed, ratio: Math.round((mixed.rps / accepted.rps) * 100) / 100 };
+  const result = { date: new Date().toISOString(), query, all_accepted: accepted, ninety_percent_refused: mixed, ratio: round2(mixed.rps / accepted.rps) };
   writeResult('limits-throughput', result);
 } finally {
   server.kill('SIGTERM');

@@ -15,7 +15,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../test/helpers/cli.js';
-import { BENCH_KEY, CLI, captureBodies, generateSnapshot, median, startPinned, stop, waitFor, wrk, writeBenchKeys, type WrkOptions, type WrkResult, writeResult } from './harness.js';
+import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, round2, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
 import { QUERY_MIX, SMALL_MIX } from './mix.js';
 
 const quick = process.argv.includes('--quick');
@@ -73,7 +73,7 @@ async function runSize(records: number, work: string): Promise<{ records: number
           id: w.id, workload: w.name, records,
           proxylist: { ...m(ours), runs_rps: ours.map((x) => x.rps) },
           ceiling: { ...m(top), runs_rps: top.map((x) => x.rps) },
-          ratio: Math.round((median(ours.map((x) => x.rps)) / median(top.map((x) => x.rps))) * 100) / 100,
+          ratio: round2(median(ours.map((x) => x.rps)) / median(top.map((x) => x.rps))),
         };
         console.error(`[${records}] ${w.id} ${w.name}: ${row.proxylist.rps} vs ${row.ceiling.rps} req/s = ${row.ratio}x (runs ${row.proxylist.runs_rps.join(', ')} / ${row.ceiling.runs_rps.join(', ')})`);
         out.push(row);

@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BENCH_KEY, CLI, generateSnapshot, sleep, startPinned, startWrk, stop, waitFor, wrk, writeBenchKeys, writeResult } from './harness.js';
+import { BENCH_KEY, CLI, generateSnapshot, round2, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult, wrk } from './harness.js';
 import { QUERY_MIX } from './mix.js';
 import { freePorts } from '../test/helpers/cli.js';
 
@@ -52,7 +52,7 @@ try {
     seconds_for_10_reloads: Math.round((Date.now() - started) / 1000),
     without_reloads: baseline,
     with_reloads: during,
-    p99_ratio: Math.round((during.p99_ms / baseline.p99_ms) * 100) / 100,
+    p99_ratio: round2(during.p99_ms / baseline.p99_ms),
   };
   writeResult('reload-under-load', result);
 } finally {

@@ -13,7 +13,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { systemClock } from '../src/core/clock.js';
 import { createLogger } from '../src/core/log.js';
 import { SnapshotFeed } from '../src/snapshot/snapshot-feed.js';
-import { generateSnapshot, median, sleep, writeResult } from './harness.js';
+import { generateSnapshot, median, round2, sleep, writeResult } from './harness.js';
 
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
 const arg = process.argv.indexOf('--records');
@@ -76,7 +76,7 @@ try {
     event_loop_delay_p99_ms: Math.round(loop.percentile(99) / 1e4) / 100,
     T10_rss_steady_mb: mb(steady),
     T10_rss_peak_during_reloads_mb: mb(peak),
-    peak_over_steady: Math.round((peak / steady) * 100) / 100,
+    peak_over_steady: round2(peak / steady),
   };
   writeResult(`reload-${records}`, result);
 } finally {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePorts } from '../test/helpers/cli.js';
 import { atRate, throttledRead } from '../test/helpers/slow-read.js';
-import { BENCH_KEY, CLI, generateSnapshot, serverMemory, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
+import { BENCH_KEY, CLI, generateSnapshot, round2, serverMemory, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
 
 const rateArg = process.argv.indexOf('--rate');
 const RATE = rateArg > 0 ? Number(process.argv[rateArg + 1]) : 100_000;
@@ -56,7 +56,7 @@ try {
     achieved_bytes_per_s: Math.round(slow.body.length / seconds),
     others_alone: baseline,
     others_beside_slow_reader: during,
-    p99_ratio: Math.round((during.p99_ms / baseline.p99_ms) * 100) / 100,
+    p99_ratio: round2(during.p99_ms / baseline.p99_ms),
     server_rss_peak_mb: peak.rss_mb,
   };
   writeResult('slow-reader', result);

@@ -12,7 +12,7 @@ import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePorts } from '../test/helpers/cli.js';
-import { BENCH_KEY, CLI, generateSnapshot, sleep, startPinned, stop, waitFor, wrk, writeBenchKeys, writeResult } from './harness.js';
+import { BENCH_KEY, CLI, generateSnapshot, round2, sleep, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk } from './harness.js';
 import { SMALL_MIX } from './mix.js';
 
 const arg = process.argv.indexOf('--held');
@@ -96,14 +96,14 @@ try {
       date: new Date().toISOString(),
       records: RECORDS,
       held_requests: held,
-      X4_rss_per_held_request_kb: Math.round(((rssHeld - rssBefore) * 1024 * 1024) / held / 1024 * 100) / 100,
+      X4_rss_per_held_request_kb: round2(((rssHeld - rssBefore) * 1024) / held),
       rss_before_mb: Math.round(rssBefore),
       rss_held_mb: Math.round(rssHeld),
       X4_all_answered_within_ms_of_rename: Math.round(latest),
       statuses_after_swap: statuses,
       small_without_held: without,
       small_with_held: meanwhile,
-      X4_small_p99_ratio: Math.round((meanwhile.p99_ms / without.p99_ms) * 100) / 100,
+      X4_small_p99_ratio: round2(meanwhile.p99_ms / without.p99_ms),
     };
     writeResult('wait', result);
   } finally {

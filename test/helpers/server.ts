@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { suite, type Test } from 'uvu';
 import type { Clock } from '../../src/core/clock.js';
 import { ManualClock } from './manual-clock.js';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
@@ -42,12 +43,14 @@ export function tempDir(): string {
  * Starts the real server in this process on a free loopback port, with real
  * snapshot and keys files in a temporary folder and a frozen clock.
  */
-export async function startTestServer(o: {
+export interface TestServerSetup {
   snapshot?: Uint8Array | null;
   keys?: unknown;
   clock?: Clock;
   options?: Partial<ServeOptions>;
-} = {}): Promise<TestServer> {
+}
+
+export async function startTestServer(o: TestServerSetup = {}): Promise<TestServer> {
   const dir = tempDir();
   const snapshot = join(dir, 'snapshot.msgpack');
   const keys = join(dir, 'keys.json');
@@ -69,6 +72,16 @@ export async function startTestServer(o: {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A suite whose tests share one server, started before them from `setup()` and closed after them. */
+export function serverSuite(title: string, setup: () => TestServerSetup = () => ({})): Test<{ t: TestServer }> {
+  const s = suite<{ t: TestServer }>(title);
+  s.before(async (ctx) => {
+    ctx.t = await startTestServer(setup());
+  });
+  s.after((ctx) => ctx.t.close());
+  return s;
 }
 
 /** Waits until `check` holds, polling; fails after `ms`. */

@@ -1,11 +1,10 @@
 import { connect, type Socket } from 'node:net';
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
 import { RawConnection } from '../helpers/raw-http.js';
 import { atRate, throttledRead } from '../helpers/slow-read.js';
-import { TEST_KEY, TEST_NOW_S, eventually, startTestServer, type TestServer } from '../helpers/server.js';
+import { TEST_KEY, TEST_NOW_S, eventually, type TestServer, serverSuite } from '../helpers/server.js';
 
 /**
  * Slow and abusive clients: a slow reader of a 20 MB body, clients that walk
@@ -18,11 +17,7 @@ const SMALL = 'type=http&count=100&get=json';
 const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
 
 for (const cache of [true, false]) {
-  const test = suite<{ t: TestServer }>(`a slow reader (cache ${cache ? 'on' : 'off'})`);
-  test.before(async (ctx) => {
-    ctx.t = await startTestServer({ snapshot, options: cache ? {} : { cacheBytes: 0 } });
-  });
-  test.after((ctx) => ctx.t.close());
+  const test = serverSuite(`a slow reader (cache ${cache ? 'on' : 'off'})`, () => ({ snapshot, options: cache ? {} : { cacheBytes: 0 } }));
 
   test('reads a 20 MB dump at 100 KB/s, then gets all of it, while another client keeps getting right answers', async ({ t }) => {
     const whole = Buffer.from(await (await t.get(DUMP)).arrayBuffer());
@@ -92,11 +87,7 @@ for (const cache of [true, false]) {
   test.run();
 }
 
-const narrowed = suite<{ t: TestServer }>('a slow reader of a narrowed body');
-narrowed.before(async (ctx) => {
-  ctx.t = await startTestServer({ snapshot });
-});
-narrowed.after((ctx) => ctx.t.close());
+const narrowed = serverSuite('a slow reader of a narrowed body', () => ({ snapshot }));
 
 narrowed('gets a view of the cached rows still in the window, then the close, byte for byte as the reference writes them', async ({ t }) => {
   const query = 'get=json&time=3000';
@@ -112,11 +103,7 @@ narrowed('gets a view of the cached rows still in the window, then the close, by
 
 narrowed.run();
 
-const abort = suite<{ t: TestServer }>('clients that walk away');
-abort.before(async (ctx) => {
-  ctx.t = await startTestServer({ snapshot, options: { cacheBytes: 0 } });
-});
-abort.after((ctx) => ctx.t.close());
+const abort = serverSuite('clients that walk away', () => ({ snapshot, options: { cacheBytes: 0 } }));
 
 const streamingGauge = async (t: TestServer) => Number(/^proxylist_responses_streaming (\d+)$/m.exec(await (await t.get('/metrics')).text())![1]);
 
@@ -148,11 +135,7 @@ abort('200 clients that abort a 20 MB body after 64 KB leave no response behind 
 
 abort.run();
 
-const idle = suite<{ t: TestServer }>('idle connections');
-idle.before(async (ctx) => {
-  ctx.t = await startTestServer({ snapshot });
-});
-idle.after((ctx) => ctx.t.close());
+const idle = serverSuite('idle connections', () => ({ snapshot }));
 
 idle('5,000 idle keep-alive connections do not stop service to others', async ({ t }) => {
   const idlers: RawConnection[] = [];

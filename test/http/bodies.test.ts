@@ -4,7 +4,7 @@ import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js'
 import { NaiveEngine } from '../reference/naive-engine.js';
 import { metricValue, readDigest, readRaw, sha256 } from '../helpers/http-read.js';
 import { atRate, throttledRead } from '../helpers/slow-read.js';
-import { TEST_KEY, TEST_NOW_S, eventually, startTestServer, type TestServer } from '../helpers/server.js';
+import { TEST_KEY, TEST_NOW_S, eventually, startTestServer, type TestServer, serverSuite } from '../helpers/server.js';
 
 /**
  * One production per body: concurrent readers of a body that is being
@@ -44,11 +44,7 @@ const setups = [
 ];
 
 for (const setup of setups) {
-  const test = suite<{ t: TestServer }>(`shared productions (${setup.name})`);
-  test.before(async (ctx) => {
-    ctx.t = await startTestServer({ snapshot, options: setup.options });
-  });
-  test.after((ctx) => ctx.t.close());
+  const test = serverSuite(`shared productions (${setup.name})`, () => ({ snapshot, options: setup.options }));
 
   test('30 concurrent readers of one body get the reference bytes from one production', async ({ t }) => {
     assert.ok(want.length > 20_000_000, `the dump is ${want.length} bytes`);

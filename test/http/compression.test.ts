@@ -1,10 +1,9 @@
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
 import { metricValue, readRaw } from '../helpers/http-read.js';
-import { TEST_KEY, TEST_NOW_S, startTestServer, type TestServer } from '../helpers/server.js';
+import { TEST_KEY, TEST_NOW_S, serverSuite } from '../helpers/server.js';
 
 /** Compressed bodies (README, Compressed bodies): negotiated, exact once decoded, announced with their encoded length, compressed once. */
 const snapshot = encodeSnapshot(generateRecords({ records: 20_000, seed: 41, now: TEST_NOW_S }), TEST_NOW_S);
@@ -18,11 +17,7 @@ const QUERIES = [
 ];
 
 for (const cache of [true, false]) {
-  const test = suite<{ t: TestServer }>(`compressed bodies (cache ${cache ? 'on' : 'off'})`);
-  test.before(async (ctx) => {
-    ctx.t = await startTestServer({ snapshot, options: cache ? {} : { cacheBytes: 0 } });
-  });
-  test.after((ctx) => ctx.t.close());
+  const test = serverSuite(`compressed bodies (cache ${cache ? 'on' : 'off'})`, () => ({ snapshot, options: cache ? {} : { cacheBytes: 0 } }));
 
   test('gzip and br bodies decode to the reference bytes; Content-Length is the encoded length, HEAD included', async ({ t }) => {
     const nowMs = t.clock.nowMs();

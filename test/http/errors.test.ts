@@ -1,8 +1,7 @@
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { RawConnection } from '../helpers/raw-http.js';
-import { TEST_KEY, TEST_NOW_S, UNLIMITED, startTestServer, type TestServer } from '../helpers/server.js';
+import { TEST_KEY, TEST_NOW_S, UNLIMITED, serverSuite } from '../helpers/server.js';
 
 const snapshot = encodeSnapshot(generateRecords({ records: 500, seed: 3, now: TEST_NOW_S }), TEST_NOW_S);
 const keys = {
@@ -23,11 +22,7 @@ async function expectError(res: Response, status: number, body: string, headers:
   for (const [name, value] of Object.entries(headers)) assert.is(res.headers.get(name), value, name);
 }
 
-const test = suite<{ t: TestServer }>('errors (README, Errors)');
-test.before(async (ctx) => {
-  ctx.t = await startTestServer({ snapshot, keys });
-});
-test.after((ctx) => ctx.t.close());
+const test = serverSuite('errors (README, Errors)', () => ({ snapshot, keys }));
 
 test('unknown paths get 404', async ({ t }) => {
   await expectError(await t.get('/'), 404, 'Error: Not found');
@@ -155,11 +150,7 @@ test("the other output's parameters are ignored, not validated", async ({ t }) =
 
 test.run();
 
-const loading = suite<{ t: TestServer }>('before the first snapshot');
-loading.before(async (ctx) => {
-  ctx.t = await startTestServer({ snapshot: null, keys });
-});
-loading.after((ctx) => ctx.t.close());
+const loading = serverSuite('before the first snapshot', () => ({ snapshot: null, keys }));
 
 loading('/api answers 503 with Retry-After, after the key and parameter checks', async ({ t }) => {
   await expectError(await t.api('count=1'), 503, 'Error: Proxy list is not loaded yet', { 'retry-after': '5' });

@@ -1,11 +1,10 @@
 import { isUtf8 } from 'node:buffer';
 import fc from 'fast-check';
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
 import { RawConnection, type RawResponse } from '../helpers/raw-http.js';
-import { TEST_KEY, TEST_NOW_S, startTestServer, type TestServer } from '../helpers/server.js';
+import { TEST_KEY, TEST_NOW_S, serverSuite } from '../helpers/server.js';
 
 /**
  * Random and adversarial query strings, sent as raw bytes. Every answer must
@@ -107,11 +106,7 @@ function checkAnswer(wire: Buffer, res: RawResponse): void {
   if (res.body.toString() !== want.body) assert.fixture(res.body.toString(), want.body, `body of ${shown}`);
 }
 
-const test = suite<{ t: TestServer }>('query fuzz');
-test.before(async (ctx) => {
-  ctx.t = await startTestServer({ snapshot });
-});
-test.after((ctx) => ctx.t.close());
+const test = serverSuite('query fuzz', () => ({ snapshot }));
 
 test(`${RUNS} random and adversarial query strings: 200 with the reference's bytes, or a one-line 4xx`, async ({ t }) => {
   const normal = `/api?key=${TEST_KEY}&get=json&type=http&count=20&pretty=0`;

@@ -1,18 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { OPENAPI_PATH, assertDocumented, openapi } from '../helpers/openapi.js';
-import { TEST_KEY, TEST_NOW_S, startTestServer, type TestServer } from '../helpers/server.js';
+import { TEST_KEY, TEST_NOW_S, serverSuite } from '../helpers/server.js';
 
 /** The OpenAPI document (openapi.json): served as the repository holds it, linted, and true to the server. */
-const test = suite<{ t: TestServer }>('openapi.json');
-test.before(async (ctx) => {
-  ctx.t = await startTestServer({ snapshot: encodeSnapshot(generateRecords({ records: 500, seed: 81, now: TEST_NOW_S }), TEST_NOW_S) });
-});
-test.after((ctx) => ctx.t.close());
+const test = serverSuite('openapi.json', () => ({ snapshot: encodeSnapshot(generateRecords({ records: 500, seed: 81, now: TEST_NOW_S }), TEST_NOW_S) }));
 
 test('GET /openapi.json serves the repository\'s document, without a key; HEAD its length', async ({ t }) => {
   const file = readFileSync(OPENAPI_PATH);

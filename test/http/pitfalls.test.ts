@@ -6,16 +6,12 @@ import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { exitWithin, freePort, runCli } from '../helpers/cli.js';
-import { TEST_KEY, TEST_NOW_S, eventually, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { TEST_KEY, TEST_NOW_S, eventually, tempDir, serverSuite } from '../helpers/server.js';
 
 /** Known pitfalls of the dependencies that the core service touches. */
 const snapshot = encodeSnapshot(generateRecords({ records: 2000, seed: 5, now: TEST_NOW_S }), TEST_NOW_S);
 
-const test = suite<{ t: TestServer }>('uWebSockets.js pitfalls');
-test.before(async (ctx) => {
-  ctx.t = await startTestServer({ snapshot });
-});
-test.after((ctx) => ctx.t.close());
+const test = serverSuite('uWebSockets.js pitfalls', () => ({ snapshot }));
 
 test('an unexpected error inside a handler answers 500 without details, and the server keeps serving', async ({ t }) => {
   const store = t.server.feed.current!;

@@ -1,10 +1,9 @@
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
 import { assertDocumented } from '../helpers/openapi.js';
 import { randomQueries } from '../helpers/random-queries.js';
-import { TEST_KEY, TEST_NOW_S, startTestServer, type TestServer } from '../helpers/server.js';
+import { TEST_KEY, TEST_NOW_S, serverSuite } from '../helpers/server.js';
 
 /**
  * The bitset engine, over HTTP, against the naive reference: byte for byte on
@@ -28,11 +27,7 @@ const referenceAnswer = (q: string, nowMs: number) => {
 };
 
 for (const cache of [true, false]) {
-  const test = suite<{ t: TestServer }>(`agreement (cache ${cache ? 'on' : 'off'})`);
-  test.before(async (ctx) => {
-    ctx.t = await startTestServer({ snapshot, options: cache ? {} : { cacheBytes: 0 } });
-  });
-  test.after((ctx) => ctx.t.close());
+  const test = serverSuite(`agreement (cache ${cache ? 'on' : 'off'})`, () => ({ snapshot, options: cache ? {} : { cacheBytes: 0 } }));
 
   test(`${QUERIES} generated queries give the reference's bytes and headers, as the OpenAPI document describes them`, async ({ t }) => {
     const nowMs = t.clock.nowMs();
@@ -66,11 +61,7 @@ for (const cache of [true, false]) {
   test.run();
 }
 
-const moving = suite<{ t: TestServer }>('agreement while the window moves (cache on)');
-moving.before(async (ctx) => {
-  ctx.t = await startTestServer({ snapshot });
-});
-moving.after((ctx) => ctx.t.close());
+const moving = serverSuite('agreement while the window moves (cache on)', () => ({ snapshot }));
 
 moving('second by second, with jumps and a clock set back, cached and narrowed bodies stay exact', async ({ t }) => {
   const city = records.find((r) => r.city?.en)!.city!.en!;
@@ -108,11 +99,7 @@ moving.run();
 const bigSnapshot = encodeSnapshot(generateRecords({ records: 65_000, seed: 23, now: TEST_NOW_S }), TEST_NOW_S);
 const big = NaiveEngine.fromFile(bigSnapshot);
 for (const cache of [true, false]) {
-  const test = suite<{ t: TestServer }>(`agreement of whole-store bodies (cache ${cache ? 'on' : 'off'})`);
-  test.before(async (ctx) => {
-    ctx.t = await startTestServer({ snapshot: bigSnapshot, options: cache ? {} : { cacheBytes: 0 } });
-  });
-  test.after((ctx) => ctx.t.close());
+  const test = serverSuite(`agreement of whole-store bodies (cache ${cache ? 'on' : 'off'})`, () => ({ snapshot: bigSnapshot, options: cache ? {} : { cacheBytes: 0 } }));
 
   test('GET gives the reference\'s bytes, and HEAD their length', async ({ t }) => {
     const nowMs = t.clock.nowMs();

@@ -1,8 +1,7 @@
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
-import { TEST_NOW_S, startTestServer, type TestServer } from '../helpers/server.js';
+import { TEST_NOW_S, serverSuite } from '../helpers/server.js';
 
 /**
  * Rows are copied in 8-byte words moved as doubles, which is exact for UTF-8
@@ -33,11 +32,7 @@ function suiteFor(names: readonly string[]): void {
   const snapshot = encodeSnapshot(records, TEST_NOW_S, SERVICES);
   const reference = NaiveEngine.fromFile(snapshot);
 
-  const test = suite<{ t: TestServer }>(`unusual text in rows (longest city ${Math.max(...names.map((n) => Buffer.byteLength(n)))} bytes)`);
-  test.before(async (ctx) => {
-    ctx.t = await startTestServer({ snapshot, options: { cacheBytes: 0 } });
-  });
-  test.after((ctx) => ctx.t.close());
+  const test = serverSuite(`unusual text in rows (longest city ${Math.max(...names.map((n) => Buffer.byteLength(n)))} bytes)`, () => ({ snapshot, options: { cacheBytes: 0 } }));
 
   test('every shape of JSON row, with both languages, equals the reference byte for byte', async ({ t }) => {
     const all = await (await t.api('get=json&time=99999&pretty=0')).text();

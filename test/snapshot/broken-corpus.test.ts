@@ -1,12 +1,11 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { Packr } from 'msgpackr';
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
 import { seeded } from '../helpers/random-queries.js';
-import { TEST_NOW_S, eventually, startTestServer, type TestServer } from '../helpers/server.js';
+import { TEST_NOW_S, eventually, serverSuite } from '../helpers/server.js';
 import { health, rejectedKeepsServing, servedVersion, version } from '../helpers/snapshots.js';
 
 /**
@@ -29,11 +28,7 @@ const BIG = 'x'.repeat(50 * 1024 * 1024);
 const WRONG_VALUES: unknown[] = [null, true, -1, 1.5, 2 ** 40, 'text', '', new Uint8Array([1, 2]), [], [1], {}, { ru: 1 }, NaN, Infinity, -Infinity];
 const FIELDS = ['ip', 'port', 'ip_out', 'type', 'anon', 'ping_ms', 'checked_at', 'country', 'city', 'works', 'services'];
 
-const test = suite<{ t: TestServer }>('broken snapshots');
-test.before(async (ctx) => {
-  ctx.t = await startTestServer({ snapshot: version(0) });
-});
-test.after((ctx) => ctx.t.close());
+const test = serverSuite('broken snapshots', () => ({ snapshot: version(0) }));
 
 test('empty, truncated at 20 random offsets, or with a record count the file cannot hold: rejected', async ({ t }) => {
   await rejectedKeepsServing(t, new Uint8Array(0), /empty/);
@@ -150,11 +145,7 @@ test('a snapshot replaced or rewritten while it is read: the newest version wins
 
 test.run();
 
-const many = suite<{ t: TestServer }>('a snapshot of 2 million records');
-many.before(async (ctx) => {
-  ctx.t = await startTestServer({ snapshot: version(0) });
-});
-many.after((ctx) => ctx.t.close());
+const many = serverSuite('a snapshot of 2 million records', () => ({ snapshot: version(0) }));
 
 many('loads whole and answers; the next small version replaces it', async ({ t }) => {
   // One record encoded once, its ip ("10.1xx.1xx.1xx", fixed width) and port patched per copy.

@@ -6,7 +6,7 @@ import { Packr } from 'msgpackr';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
-import { TEST_NOW_S, eventually, startTestServer, type TestServer } from '../helpers/server.js';
+import { TEST_NOW_S, eventually, startTestServer, type TestServer, serverSuite } from '../helpers/server.js';
 import { health, rejectedKeepsServing, servedVersion, version } from '../helpers/snapshots.js';
 
 const test = suite<{ t: TestServer }>('snapshot reloads');
@@ -108,11 +108,7 @@ test('a deleted file keeps the last store served and /health says so; it comes b
 
 test.run();
 
-const late = suite<{ t: TestServer }>('a snapshot that does not exist yet');
-late.before(async (ctx) => {
-  ctx.t = await startTestServer({ snapshot: null });
-});
-late.after((ctx) => ctx.t.close());
+const late = serverSuite('a snapshot that does not exist yet', () => ({ snapshot: null }));
 
 late('503 until the file appears, then served', async ({ t }) => {
   assert.is((await t.api('count=1')).status, 503);
@@ -126,11 +122,7 @@ late('503 until the file appears, then served', async ({ t }) => {
 
 late.run();
 
-const traffic = suite<{ t: TestServer }>('reload under traffic');
-traffic.before(async (ctx) => {
-  ctx.t = await startTestServer({ snapshot: version(0, 5000) });
-});
-traffic.after((ctx) => ctx.t.close());
+const traffic = serverSuite('reload under traffic', () => ({ snapshot: version(0, 5000) }));
 
 traffic('10 replacements while a client loops: no failure, every body is one of the versions', async ({ t }) => {
   const query = 'get=json&pretty=0&count=200&fields=ip,type,ping';
