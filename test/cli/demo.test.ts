@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { readdirSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { freePort, runCliSync } from '../helpers/cli.js';
+import { freePort, runCliSync, stopGroup } from '../helpers/cli.js';
 import { eventually } from '../helpers/server.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -38,8 +38,7 @@ test('answers a request for its printed key within 10 s of starting', async () =
     for (let i = 0; i < 3; i++) statuses.push((await fetch(`http://127.0.0.1:${port}/api?key=${limited}&count=1`)).status);
     assert.equal(statuses, [200, 200, 429]);
   } finally {
-    process.kill(-child.pid!, 'SIGTERM');
-    await new Promise((r) => child.on('exit', r));
+    await stopGroup(child);
   }
 });
 

@@ -1,11 +1,10 @@
-import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { CLI, freePorts, needCommand, untilReady } from '../helpers/cli.js';
+import { CLI, freePorts, needCommand, spawnGroup, stopGroup, untilReady } from '../helpers/cli.js';
 import { RedisServer } from '../helpers/redis.js';
 import { tempDir } from '../helpers/server.js';
 
@@ -32,7 +31,8 @@ test('instances at -3 s and +3 s: never more than 2 in any 5 s, and the daily li
   }));
   const ports = await freePorts(2);
   const children = ['-3', '+3'].map((offset, i) =>
-    spawn('faketime', ['-f', offset, process.execPath, CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(ports[i]), '--host', '127.0.0.1', '--limiter', redis.url, '--drain-s', '0'], { stdio: 'ignore' }));
+    // faketime forks the server: a group of its own lets the stop reach both.
+    spawnGroup('faketime', ['-f', offset, process.execPath, CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(ports[i]), '--host', '127.0.0.1', '--limiter', redis.url, '--drain-s', '0']));
   try {
     await Promise.all(ports.map((p) => untilReady(p, 15_000)));
     const ask = async (i: number, key: string) => {
@@ -59,8 +59,7 @@ test('instances at -3 s and +3 s: never more than 2 in any 5 s, and the daily li
     assert.ok(accepted.length >= 2, `${accepted.length} accepted`);
     for (let i = 0; i + 2 < accepted.length; i++) assert.ok(accepted[i + 2] - accepted[i] >= 4900, `3 accepted within ${Math.round(accepted[i + 2] - accepted[i])} ms`);
   } finally {
-    for (const c of children) c.kill('SIGTERM');
-    await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
+    await Promise.all(children.map((c) => stopGroup(c)));
     await redis.close();
     rmSync(dir, { recursive: true, force: true });
   }

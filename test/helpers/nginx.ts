@@ -1,7 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePorts, needCommand } from './cli.js';
+import { freePorts, needCommand, spawnGroup, stopGroup } from './cli.js';
 import { eventually, tempDir } from './server.js';
 
 /**
@@ -57,8 +57,7 @@ http {
   }
 
   async run(): Promise<void> {
-    // A process group of its own: a kill reaches the workers too.
-    this.proc = spawn('nginx', ['-p', this.dir, '-c', join(this.dir, 'nginx.conf'), '-e', join(this.dir, 'logs', 'error.log')], { stdio: 'ignore', detached: true });
+    this.proc = spawnGroup('nginx', ['-p', this.dir, '-c', join(this.dir, 'nginx.conf'), '-e', join(this.dir, 'logs', 'error.log')]);
     await eventually(async () => (await fetch(this.url('')).catch(() => null)) !== null, 10_000, `nginx on ${this.port}`);
   }
 
@@ -70,14 +69,10 @@ http {
   }
 
   async stop(signal: NodeJS.Signals = 'SIGQUIT'): Promise<void> {
-    const proc = this.proc;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-    const exited = new Promise((r) => proc.once('exit', r));
-    process.kill(-proc.pid!, signal);
-    await exited;
+    if (!this.proc) return;
+    // Workers outlive a killed master for a moment: stopGroup waits for them too.
+    await stopGroup(this.proc, signal);
     this.proc = null;
-    // Workers outlive a killed master for a moment: the port is free once nothing answers.
-    await eventually(async () => (await fetch(this.url('')).catch(() => null)) === null, 5000, `nginx on ${this.port} gone`);
   }
 
   async close(): Promise<void> {
