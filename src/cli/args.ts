@@ -3,10 +3,20 @@ import { CodedError, messageOf } from '../core/errors.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
-/** parseArgs with errors turned into usage errors. */
+/**
+ * parseArgs with errors turned into usage errors. A negative number after an
+ * option that takes a value is that value (`--daily -5`), so that the option's
+ * own check can say what is wrong with it.
+ */
 export function parseOptions<O extends Options>(args: string[], options: O, allowPositionals = false) {
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const name = /^--([\w-]+)$/.exec(args[i])?.[1];
+    if (name && options[name]?.type === 'string' && /^-[0-9.]/.test(args[i + 1] ?? '')) joined.push(`${args[i]}=${args[++i]}`);
+    else joined.push(args[i]);
+  }
   try {
-    return parseArgs({ args, options, allowPositionals, strict: true });
+    return parseArgs({ args: joined, options, allowPositionals, strict: true });
   } catch (err) {
     throw new CodedError('E_USAGE', parserMessage(messageOf(err)));
   }

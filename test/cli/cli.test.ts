@@ -83,6 +83,7 @@ test('errors are one line for a person: no internal code, no doubled prefix', ()
     assert.not.match(run.stderr, /\[E_|proxylist: proxylist/);
   }
   assert.match(runCliSync(['snapshot', 'generate', '--records', '10', '--out', '/nonexistent-folder/s.msgpack']).stderr, 'the folder /nonexistent-folder does not exist');
+  assert.is(runCliSync(['serve', '--cache-mb', '-1']).stderr, 'proxylist: --cache-mb must be an integer from 0 to 65536, not "-1"\n');
 });
 
 test('snapshot generate reports distinct records and duplicates as inspect counts them', () => {

@@ -77,7 +77,10 @@ test('add refuses a malformed --expires and a negative limit in one line each, a
   assert.is(tomorrow.err, 'proxylist: --expires must be an ISO 8601 time such as 2027-01-31T00:00:00+02:00, not "tomorrow"\n');
   const negative = await cli(['keys', 'add', '--keys', t.keys, '--daily', '-5']);
   assert.is(negative.code, 2);
-  assert.is(negative.err, 'proxylist: --daily needs a value (a value that starts with "-" is not one)\n');
+  assert.is(negative.err, 'proxylist: --daily must be an integer >= 1, or null for unlimited\n');
+  const missing = await cli(['keys', 'add', '--keys', '--name', 'x']);
+  assert.is(missing.code, 2);
+  assert.is(missing.err, 'proxylist: --keys needs a value (a value that starts with "-" is not one)\n');
   const past = await cli(['keys', 'add', '--keys', t.keys, '--name', 'old', '--expires', '2020-01-01T00:00:00+02:00']);
   assert.is(past.code, 0, past.err);
   assert.match(past.err, 'warning: --expires 2020-01-01T00:00:00+02:00 has passed');
