@@ -44,7 +44,7 @@ export interface ServeOptions {
   limiter?: string;
   limiterTimeoutMs?: number;
   /** What to do while Redis is down: answer 503 to limited keys (`none`), or enforce the limits in memory. */
-  limiterFallback?: 'none' | 'memory';
+  limiterFallback?: 'deny' | 'memory';
   /** Seconds between conditional GETs of an http(s) snapshot. */
   snapshotPollS?: number;
   /** Seconds requests are still served after SIGTERM, while /health says draining. */

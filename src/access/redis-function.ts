@@ -34,16 +34,17 @@ local function admit(keys, args)
   local day = math.floor((now + OFFSET_MS) / DAY_MS)
   local to_midnight = (day + 1) * DAY_MS - OFFSET_MS - now
 
-  local same_day = tonumber(redis.call('HGET', keys[2], 'd')) == day
+  local state = redis.call('HMGET', keys[2], 'd', 'n')
+  local same_day = tonumber(state[1]) == day
   local count = 0
-  if same_day then count = tonumber(redis.call('HGET', keys[2], 'n')) or 0 end
+  if same_day then count = tonumber(state[2]) or 0 end
 
   local new_subnet = false
   if subnets >= 0 then
     local seen = 0
     if same_day then
       new_subnet = redis.call('SISMEMBER', keys[3], subnet) == 0
-      seen = redis.call('SCARD', keys[3])
+      if new_subnet then seen = redis.call('SCARD', keys[3]) end
     else
       new_subnet = true
     end
@@ -52,8 +53,9 @@ local function admit(keys, args)
 
   local used = 0
   local newest_age = -1
+  local stamps = {}
   if per_window >= 0 then
-    local stamps = redis.call('LRANGE', keys[1], 0, per_window - 1)
+    stamps = redis.call('LRANGE', keys[1], 0, per_window - 1)
     for i = 1, #stamps do
       local age = now - tonumber(stamps[i])
       if age < window_ms then used = used + 1 end
@@ -67,15 +69,19 @@ local function admit(keys, args)
 
   if daily >= 0 and count >= daily then return {3, to_midnight, used, newest_age, count, to_midnight} end
 
-  if not same_day then
+  -- The day's hash gets its expiry when the day begins; a count only grows within the day.
+  if same_day then
+    count = redis.call('HINCRBY', keys[2], 'n', 1)
+  else
     redis.call('DEL', keys[3])
-    redis.call('HSET', keys[2], 'd', day, 'n', 0)
+    redis.call('HSET', keys[2], 'd', day, 'n', 1)
+    redis.call('PEXPIRE', keys[2], to_midnight + 60000)
+    count = 1
   end
-  count = redis.call('HINCRBY', keys[2], 'n', 1)
-  redis.call('PEXPIRE', keys[2], to_midnight + 60000)
   if per_window >= 0 then
     redis.call('LPUSH', keys[1], now)
-    redis.call('LTRIM', keys[1], 0, per_window - 1)
+    -- LRANGE read at most per_window stamps: fewer means the list is still short of them.
+    if #stamps >= per_window then redis.call('LTRIM', keys[1], 0, per_window - 1) end
     redis.call('PEXPIRE', keys[1], window_ms + 1000)
     used = used + 1
     newest_age = 0

@@ -59,10 +59,10 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   },
   { name: 'limiter-timeout-ms', value: 'N', shown: String(DEFAULT_LIMITER_TIMEOUT_MS), help: 'longest wait for Redis before answering 503 (or falling back)', apply: (o, raw) => (o.limiterTimeoutMs = integerOption('limiter-timeout-ms', raw, DEFAULT_LIMITER_TIMEOUT_MS, 1, 60_000)) },
   {
-    name: 'limiter-fallback', value: 'none|memory', shown: 'none', help: 'while Redis is down: 503 for limited keys, or limits enforced by each instance alone',
+    name: 'limiter-fallback', value: 'deny|memory', shown: 'deny', help: 'while Redis is down: 503 for limited keys, or limits enforced by each instance alone',
     apply: (o, raw) => {
-      if (raw !== undefined && raw !== 'none' && raw !== 'memory') throw new CodedError('E_USAGE', `--limiter-fallback must be none or memory, not "${raw}"`);
-      o.limiterFallback = raw === 'memory' ? 'memory' : 'none';
+      if (raw !== undefined && raw !== 'deny' && raw !== 'memory') throw new CodedError('E_USAGE', `--limiter-fallback must be deny or memory, not "${raw}"`);
+      o.limiterFallback = raw === 'memory' ? 'memory' : 'deny';
     },
   },
   { name: 'snapshot-poll-s', value: 'N', shown: String(DEFAULT_SNAPSHOT_POLL_S), help: 'seconds between conditional GETs of an http(s) snapshot', apply: (o, raw) => (o.snapshotPollS = integerOption('snapshot-poll-s', raw, DEFAULT_SNAPSHOT_POLL_S, 1, 3600)) },

@@ -111,7 +111,7 @@ test('every serve option falls back to PROXYLIST_<NAME>, and a bad value is one 
     ['PROXYLIST_DRAIN_S=soon', '--drain-s must be an integer from 0 to 3600, not "soon"'],
     ['PROXYLIST_CACHE_MB=-1', '--cache-mb must be an integer from 0 to 65536, not "-1"'],
     ['PROXYLIST_LIMITER=mysql://x', '--limiter must be memory or a redis:// URL, not "mysql://x"'],
-    ['PROXYLIST_LIMITER_FALLBACK=disk', '--limiter-fallback must be none or memory, not "disk"'],
+    ['PROXYLIST_LIMITER_FALLBACK=disk', '--limiter-fallback must be deny or memory, not "disk"'],
     ['PROXYLIST_STATE=/tmp/x.json PROXYLIST_LIMITER=redis://127.0.0.1:1', '--state cannot be used with --limiter redis://...: Redis keeps the usage'],
   ]) {
     const vars = Object.fromEntries(env.split(' ').map((kv) => kv.split('=') as [string, string]));
