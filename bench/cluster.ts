@@ -57,7 +57,11 @@ try {
   await Promise.all([memoryPort, redisLimitedPort].map((p) => waitFor(`http://127.0.0.1:${p}/health`, 60_000, (s) => s === 200)));
   const redis = createClient({ url: redisUrl });
   await redis.connect();
-  const fcalls = async () => Number(/cmdstat_fcall:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+  const fcallStats = async () => {
+    const m = /cmdstat_fcall:calls=(\d+),usec=(\d+)/.exec(await redis.info('commandstats'));
+    return { calls: Number(m?.[1] ?? 0), usec: Number(m?.[2] ?? 0) };
+  };
+  const fcalls = async () => (await fcallStats()).calls;
 
   // S1: the unlimited key never reaches Redis.
   const mix = SMALL_MIX.map((q) => `/api?key=${BENCH_KEY}&${q}`);
@@ -71,14 +75,15 @@ try {
   // S2: 10,000 keys at the default limits.
   const limitedPaths = limited.map((k) => `/api?key=${k}&type=http&count=100`);
   const s2: Record<string, { unpaced: WrkResult; at_4000: WrkResult }> = {};
-  const s2Fcalls = await fcalls();
+  const s2Start = await fcallStats();
   for (const [name, port] of [['memory', memoryPort], ['redis', redisLimitedPort]] as const) {
     const unpaced = wrk(port, limitedPaths, SECONDS, work, { tag: `s2-${name}` });
     await sleep(5000); // every window empties
     const at4000 = wrk(port, limitedPaths, SECONDS, work, { tag: `s2-${name}`, rate: 4000 });
     s2[name] = { unpaced, at_4000: at4000 };
   }
-  const s2Calls = (await fcalls()) - s2Fcalls;
+  const s2End = await fcallStats();
+  const s2Calls = s2End.calls - s2Start.calls;
 
   // S3: one key hammered: after its first refusal, refusals are answered from memory until the retry time.
   const before = await fcalls();
@@ -122,6 +127,7 @@ try {
       unpaced_ratio: round2(s2.redis.unpaced.rps / s2.memory.unpaced.rps),
       p99_added_ms_at_4000: round2(s2.redis.at_4000.p99_ms - s2.memory.at_4000.p99_ms),
       fcalls: s2Calls,
+      redis_usec_per_fcall: round2((s2End.usec - s2Start.usec) / s2Calls),
     },
     S3_one_key_hammered: { requests: hammer.requests, accepted, refused, fcalls: s3Calls, fcalls_per_refused_beyond_first: refused > 0 ? Math.round((Math.max(0, s3Calls - accepted - 1) / refused) * 10000) / 10000 : 0 },
     redis_benchmark_fcall_per_s: fcallPerS,
