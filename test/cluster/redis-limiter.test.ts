@@ -1,6 +1,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClient } from 'redis';
+import { sha256Hex } from '../../src/access/keys.js';
+import { keysOf } from '../../src/access/redis-function.js';
 import { systemClock } from '../../src/core/clock.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { captureLog } from '../helpers/log.js';
@@ -21,6 +23,7 @@ const KEYS = {
     { key: 'four-a-day', limits: { per_window: null, daily: 4, subnets: null } },
     { key: 'two-subnets', limits: { per_window: null, daily: null, subnets: 2 } },
     { key: 'three-per-60', limits: { per_window: 3, window_s: 60, daily: null, subnets: null } },
+    { key: 'all-three', limits: { per_window: 2, window_s: 5, daily: 100, subnets: 10 } },
     { key: 'free', limits: UNLIMITED },
   ],
 };
@@ -92,6 +95,25 @@ test('a refusal is remembered: a key hammered past its limit costs Redis nothing
   for (let i = 0; i < 50; i++) assert.is((await ask(t, 'three-per-60')).status, 429);
   assert.is(await calls(), before, 'no FCALL for the 50 refused requests');
   await stats.close();
+});
+
+test('every key the function writes expires by itself: the window after its length, the day and its subnets a minute after the day', async ({ servers, redis }) => {
+  for (const t of servers.slice(0, 2)) assert.is((await ask(t, 'all-three')).status, 200);
+  const client = createClient({ url: redis.url });
+  await client.connect();
+  const [s, us] = await client.time();
+  const nowMs = Number(s) * 1000 + Number(us) / 1000;
+  const DAY_MS = 86_400_000;
+  const OFFSET_MS = 7_200_000;
+  const toMidnightMs = DAY_MS - ((nowMs + OFFSET_MS) % DAY_MS);
+  const [w, d, sub] = keysOf(sha256Hex('all-three'));
+  const windowTtl = await client.pTTL(w);
+  assert.ok(windowTtl > 0 && windowTtl <= 6000, `the window's list expires in ${windowTtl} ms`);
+  for (const key of [d, sub]) {
+    const ttl = await client.pTTL(key);
+    assert.ok(ttl > 60_000 - 2000 && ttl <= toMidnightMs + 60_000 + 1000, `${key} expires in ${ttl} ms, ${Math.round(toMidnightMs / 1000)} s before midnight`);
+  }
+  await client.close();
 });
 
 test('a key without limits never reaches Redis', async ({ servers, redis }) => {

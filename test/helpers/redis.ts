@@ -1,10 +1,14 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { freePorts, needCommand } from './cli.js';
+import { freePorts, needCommand, spawnGroup, stopGroup } from './cli.js';
 import { eventually, tempDir } from './server.js';
 
-/** A real redis-server (Debian's), on a free loopback port, without persistence, in a folder of its own. */
+/**
+ * A real redis-server (Debian's), on a free loopback port, without
+ * persistence, in a folder of its own. (Its clock cannot be moved with
+ * faketime: libfaketime and Redis's jemalloc deadlock at start.)
+ */
 export class RedisServer {
   private proc: ChildProcess | null = null;
   private readonly dir = tempDir();
@@ -25,7 +29,8 @@ export class RedisServer {
 
   /** Starts it (again) on its port; resolves once it answers PING. */
   async run(): Promise<void> {
-    this.proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir], { stdio: 'ignore' });
+    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir];
+    this.proc = spawnGroup('redis-server', args);
     await eventually(() => this.ping(), 10_000, `redis-server on ${this.port}`);
   }
 
@@ -46,11 +51,8 @@ export class RedisServer {
 
   /** Stops it with `signal` (SIGKILL: as if it crashed) and waits for the exit. */
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-    const proc = this.proc;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-    const exited = new Promise((r) => proc.once('exit', r));
-    proc.kill(signal);
-    await exited;
+    if (!this.proc) return;
+    await stopGroup(this.proc, signal);
     this.proc = null;
   }
 
