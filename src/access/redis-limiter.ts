@@ -1,8 +1,8 @@
-import { createClient } from 'redis';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import type { KeyEntry } from './keys.js';
 import { UNAVAILABLE, refusal, type Allowance, type LimitReason, type Limiter, type MemoryLimiter, type Verdict } from './limiter.js';
+import { RedisConnection } from './redis-connection.js';
 import { FUNCTION_NAME, LIBRARY, keysOf } from './redis-function.js';
 
 export const DEFAULT_LIMITER_TIMEOUT_MS = 100;
@@ -37,28 +37,23 @@ export interface RedisLimiterOptions {
  * Decided here without a round trip: keys without limits; refusals, which
  * are remembered per key and subnet until their retry time (exact, since
  * only accepted requests change the state); and everything while Redis is
- * known to be down (a 503, or the in-memory fallback). The client keeps no
- * offline queue and gives each call `timeoutMs`; a call that times out marks
- * Redis down until a probe answers in time again.
+ * known to be down (a 503, or the in-memory fallback). The connection keeps
+ * no offline queue and gives each call `timeoutMs`; a call that times out
+ * marks Redis down until a probe answers in time again.
  */
 export class RedisLimiter implements Limiter {
   up = false;
   /** Admissions decided by the fallback while Redis was down. */
   fallbacks = 0;
   lastError: string | null = null;
-  private readonly client;
+  private readonly client: RedisConnection;
   private readonly refused = new Map<string, Remembered>();
   private readonly sweeper: NodeJS.Timeout;
   private prober: NodeJS.Timeout | null = null;
   private closed = false;
 
   constructor(private readonly o: RedisLimiterOptions) {
-    this.client = createClient({
-      url: o.url,
-      disableOfflineQueue: true,
-      commandOptions: { timeout: o.timeoutMs },
-      socket: { connectTimeout: Math.max(1000, o.timeoutMs), reconnectStrategy: (retries: number) => Math.min(100 * 2 ** retries, 2000) },
-    });
+    this.client = new RedisConnection({ url: o.url, timeoutMs: o.timeoutMs });
     this.client.on('error', (err: Error) => this.down(err.message));
     this.client.on('ready', () => void this.ready());
     this.sweeper = setInterval(() => this.sweep(o.clock.monotonicMs()), SWEEP_MS).unref();
@@ -66,14 +61,14 @@ export class RedisLimiter implements Limiter {
 
   /** Connects in the background: the server serves meanwhile, limited keys get 503 (or the fallback). */
   start(): void {
-    this.client.connect().catch((err: Error) => this.down(err.message));
+    this.client.connect();
   }
 
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.sweeper);
     if (this.prober) clearInterval(this.prober);
-    await this.client.close().catch(() => undefined);
+    await this.client.close();
   }
 
   admit(key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict | Promise<Verdict> {
@@ -102,7 +97,7 @@ export class RedisLimiter implements Limiter {
 
   /** One FCALL; the function is loaded again when Redis no longer has it (a restart without persistence, a flush). */
   private async call(key: KeyEntry, args: string[]): Promise<Reply> {
-    const run = () => this.client.fCall(FUNCTION_NAME, { keys: keysOf(key.id), arguments: args }) as Promise<Reply>;
+    const run = () => this.client.call(['FCALL', FUNCTION_NAME, '3', ...keysOf(key.id), ...args]) as Promise<Reply>;
     try {
       return await run();
     } catch (err) {
@@ -133,7 +128,7 @@ export class RedisLimiter implements Limiter {
   }
 
   private async load(): Promise<void> {
-    await this.client.functionLoad(LIBRARY, { REPLACE: true });
+    await this.client.call(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY]);
   }
 
   /** Connected: the function is loaded (again) before any admission is sent. */
@@ -164,7 +159,7 @@ export class RedisLimiter implements Limiter {
     // A broken connection comes back through 'ready'; a Redis that only stopped answering in time, through the probe.
     this.prober = setInterval(() => {
       if (!this.client.isReady) return;
-      this.client.ping().then(() => this.markUp(), () => undefined);
+      this.client.call(['PING']).then(() => this.markUp(), () => undefined);
     }, PROBE_MS).unref();
   }
 

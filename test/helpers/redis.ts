@@ -34,6 +34,15 @@ export class RedisServer {
     await eventually(() => this.ping(), 10_000, `redis-server on ${this.port}`);
   }
 
+  /** Freezes the process (SIGSTOP): connections stay open and nothing answers, as with a Redis stuck in a slow command. */
+  pause(): void {
+    this.proc!.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.proc!.kill('SIGCONT');
+  }
+
   /** One raw PING: true on +PONG. */
   ping(): Promise<boolean> {
     return new Promise((resolve) => {

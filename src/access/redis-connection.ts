@@ -1,0 +1,255 @@
+import { EventEmitter } from 'node:events';
+import { createConnection, type Socket } from 'node:net';
+
+/** A RESP2 reply: simple strings and bulk strings as strings, integers as numbers, arrays, or null. */
+export type RespReply = string | number | null | RespReply[];
+
+/** An error reply of Redis (`-ERR ...`), as opposed to a connection failure or a timeout. */
+export class RedisReplyError extends Error {}
+
+interface Pending {
+  resolve(reply: RespReply): void;
+  reject(err: Error): void;
+  /** Monotonic ms after which the caller is told of a timeout; the reply still takes this slot. */
+  deadline: number;
+  settled: boolean;
+}
+
+export interface RedisConnectionOptions {
+  /** redis://[user:password@]host[:port][/db] */
+  url: string;
+  /** Longest wait for a reply, and for a connection. */
+  timeoutMs: number;
+}
+
+const INCOMPLETE = Symbol('incomplete');
+const CRLF = 0x0d;
+
+/**
+ * One connection to Redis, for the few commands the limiter sends. Replies
+ * come back in the order of the commands, so the pending commands are a FIFO
+ * queue, and one timer (for the oldest) serves every timeout: a timed-out
+ * command keeps its place until its reply arrives. Nothing is queued while
+ * the connection is down: a command then fails at once. A lost connection is
+ * made again in the background, with growing pauses.
+ *
+ * Events: 'ready' once connected (after AUTH and SELECT), 'error' (Error)
+ * when the connection fails or is lost.
+ */
+export class RedisConnection extends EventEmitter {
+  private socket: Socket | null = null;
+  private ready = false;
+  private closed = false;
+  private retries = 0;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private timeoutTimer: NodeJS.Timeout | null = null;
+  private readonly pending: Pending[] = [];
+  /** Index of the oldest pending command in `pending` (the queue is compacted now and then). */
+  private head = 0;
+  private input: Buffer = Buffer.alloc(0);
+  /** Commands written since the last flush: they go out together, after the current I/O callbacks. */
+  private outbox: string[] = [];
+  private flushing: NodeJS.Immediate | null = null;
+  private readonly host: string;
+  private readonly port: number;
+  private readonly handshake: string[][];
+
+  constructor(private readonly o: RedisConnectionOptions) {
+    super();
+    const u = new URL(o.url);
+    this.host = u.hostname.replace(/^\[(.*)\]$/, '$1');
+    this.port = u.port ? Number(u.port) : 6379;
+    const user = decodeURIComponent(u.username);
+    const password = decodeURIComponent(u.password);
+    const db = u.pathname.replace(/^\//, '');
+    this.handshake = [];
+    if (password) this.handshake.push(user ? ['AUTH', user, password] : ['AUTH', password]);
+    if (db && db !== '0') this.handshake.push(['SELECT', db]);
+  }
+
+  get isReady(): boolean {
+    return this.ready;
+  }
+
+  connect(): void {
+    if (this.closed || this.socket) return;
+    const socket = createConnection({ host: this.host, port: this.port, noDelay: true });
+    this.socket = socket;
+    socket.setTimeout(Math.max(1000, this.o.timeoutMs), () => socket.destroy(new Error(`no connection to ${this.host}:${this.port} in time`)));
+    socket.on('data', (chunk: Buffer) => this.read(chunk));
+    socket.on('error', (err) => this.lost(socket, err));
+    socket.on('close', () => this.lost(socket, new Error('connection to Redis closed')));
+    socket.once('connect', () => {
+      socket.setTimeout(0);
+      void this.greet();
+    });
+  }
+
+  /** Sends one command; rejects at once when not connected, and after `timeoutMs` without a reply. */
+  call(args: readonly string[]): Promise<RespReply> {
+    if (!this.ready) return Promise.reject(new Error('Redis is not connected'));
+    return this.send(args);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    const socket = this.socket;
+    if (!socket) return;
+    await new Promise<void>((resolve) => {
+      socket.once('close', () => resolve());
+      socket.end();
+      setTimeout(() => socket.destroy(), 1000).unref();
+    });
+  }
+
+  private async greet(): Promise<void> {
+    try {
+      for (const command of this.handshake) await this.send(command);
+      this.ready = true;
+      this.retries = 0;
+      this.emit('ready');
+    } catch (err) {
+      this.socket?.destroy(err as Error);
+    }
+  }
+
+  private send(args: readonly string[]): Promise<RespReply> {
+    let text = `*${args.length}\r\n`;
+    for (const a of args) text += `$${Buffer.byteLength(a)}\r\n${a}\r\n`;
+    return new Promise((resolve, reject) => {
+      this.pending.push({ resolve, reject, deadline: performance.now() + this.o.timeoutMs, settled: false });
+      this.outbox.push(text);
+      if (!this.flushing) this.flushing = setImmediate(() => this.flush());
+      if (!this.timeoutTimer) this.armTimeout();
+    });
+  }
+
+  private flush(): void {
+    this.flushing = null;
+    const text = this.outbox.length === 1 ? this.outbox[0] : this.outbox.join('');
+    this.outbox = [];
+    this.socket?.write(text);
+  }
+
+  /** One timer at a time, for the oldest command still waiting to be told. */
+  private armTimeout(): void {
+    let i = this.head;
+    while (i < this.pending.length && this.pending[i].settled) i++;
+    if (i === this.pending.length) return;
+    this.timeoutTimer = setTimeout(() => {
+      this.timeoutTimer = null;
+      const now = performance.now();
+      for (let j = this.head; j < this.pending.length && this.pending[j].deadline <= now; j++) {
+        const p = this.pending[j];
+        if (!p.settled) {
+          p.settled = true;
+          p.reject(new Error(`Redis did not answer within ${this.o.timeoutMs} ms`));
+        }
+      }
+      this.armTimeout();
+    }, Math.max(0, this.pending[i].deadline - performance.now()) + 1);
+    this.timeoutTimer.unref();
+  }
+
+  private read(chunk: Buffer): void {
+    this.input = this.input.length === 0 ? chunk : Buffer.concat([this.input, chunk]);
+    let pos = 0;
+    for (;;) {
+      let parsed: Parsed;
+      try {
+        parsed = parseReply(this.input, pos);
+      } catch (err) {
+        this.socket?.destroy(err as Error);
+        return;
+      }
+      if (parsed === INCOMPLETE) break;
+      pos = parsed.end;
+      const p = this.pending[this.head++];
+      if (!p) {
+        this.socket?.destroy(new Error('a reply from Redis that no command asked for'));
+        return;
+      }
+      if (!p.settled) {
+        p.settled = true;
+        if (parsed.value instanceof RedisReplyError) p.reject(parsed.value);
+        else p.resolve(parsed.value);
+      }
+    }
+    this.input = pos === this.input.length ? Buffer.alloc(0) : this.input.subarray(pos);
+    if (this.head > 1024 && this.head * 2 > this.pending.length) {
+      this.pending.splice(0, this.head);
+      this.head = 0;
+    }
+  }
+
+  private lost(socket: Socket, err: Error): void {
+    if (this.socket !== socket) return;
+    this.socket = null;
+    this.ready = false;
+    this.input = Buffer.alloc(0);
+    this.outbox = [];
+    socket.destroy();
+    for (let i = this.head; i < this.pending.length; i++) {
+      const p = this.pending[i];
+      if (!p.settled) {
+        p.settled = true;
+        p.reject(err);
+      }
+    }
+    this.pending.length = 0;
+    this.head = 0;
+    if (this.timeoutTimer) clearTimeout(this.timeoutTimer);
+    this.timeoutTimer = null;
+    if (this.closed) return;
+    this.emit('error', err);
+    const pause = Math.min(100 * 2 ** this.retries++, 2000);
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      this.connect();
+    }, pause);
+    this.reconnectTimer.unref();
+  }
+}
+
+type Parsed = { value: RespReply | RedisReplyError; end: number } | typeof INCOMPLETE;
+
+/** One RESP2 reply starting at `pos`, or INCOMPLETE when the bytes end before it does. */
+function parseReply(b: Buffer, pos: number): Parsed {
+  if (pos >= b.length) return INCOMPLETE;
+  const lineEnd = b.indexOf(CRLF, pos + 1);
+  if (lineEnd < 0 || lineEnd + 1 >= b.length) return INCOMPLETE;
+  const type = b[pos];
+  const line = b.toString('latin1', pos + 1, lineEnd);
+  const next = lineEnd + 2;
+  switch (type) {
+    case 0x2b: // +
+      return { value: line, end: next };
+    case 0x2d: // -
+      return { value: new RedisReplyError(b.toString('utf8', pos + 1, lineEnd)), end: next };
+    case 0x3a: // :
+      return { value: Number(line), end: next };
+    case 0x24: { // $
+      const length = Number(line);
+      if (length < 0) return { value: null, end: next };
+      if (next + length + 2 > b.length) return INCOMPLETE;
+      return { value: b.toString('utf8', next, next + length), end: next + length + 2 };
+    }
+    case 0x2a: { // *
+      const count = Number(line);
+      if (count < 0) return { value: null, end: next };
+      const items: RespReply[] = [];
+      let at = next;
+      for (let i = 0; i < count; i++) {
+        const item = parseReply(b, at);
+        if (item === INCOMPLETE) return INCOMPLETE;
+        // An error inside an array (a failed command of a transaction) is kept as its message.
+        items.push(item.value instanceof RedisReplyError ? item.value.message : item.value);
+        at = item.end;
+      }
+      return { value: items, end: at };
+    }
+    default:
+      throw new Error(`unexpected reply type ${JSON.stringify(String.fromCharCode(type))} from Redis`);
+  }
+}
