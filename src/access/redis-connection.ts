@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
-import { createConnection, type Socket } from 'node:net';
+import { createConnection, isIP, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 
 /** A RESP2 reply: simple strings and bulk strings as strings, integers as numbers, arrays, or null. */
 export type RespReply = string | number | null | RespReply[];
@@ -16,7 +17,7 @@ interface Pending {
 }
 
 export interface RedisConnectionOptions {
-  /** redis://[user:password@]host[:port][/db] */
+  /** redis://[user:password@]host[:port][/db], or rediss:// for TLS (verified against the system's and NODE_EXTRA_CA_CERTS's authorities) */
   url: string;
   /** Longest wait for a reply, and for a connection. */
   timeoutMs: number;
@@ -52,6 +53,7 @@ export class RedisConnection extends EventEmitter {
   private flushing: NodeJS.Immediate | null = null;
   private readonly host: string;
   private readonly port: number;
+  private readonly tls: boolean;
   private readonly handshake: string[][];
 
   constructor(private readonly o: RedisConnectionOptions) {
@@ -59,6 +61,7 @@ export class RedisConnection extends EventEmitter {
     const u = new URL(o.url);
     this.host = u.hostname.replace(/^\[(.*)\]$/, '$1');
     this.port = u.port ? Number(u.port) : 6379;
+    this.tls = u.protocol === 'rediss:';
     const user = decodeURIComponent(u.username);
     const password = decodeURIComponent(u.password);
     const db = u.pathname.replace(/^\//, '');
@@ -73,13 +76,16 @@ export class RedisConnection extends EventEmitter {
 
   connect(): void {
     if (this.closed || this.socket) return;
-    const socket = createConnection({ host: this.host, port: this.port, noDelay: true });
+    const socket = this.tls
+      ? tlsConnect({ host: this.host, port: this.port, servername: isIP(this.host) ? undefined : this.host })
+      : createConnection({ host: this.host, port: this.port });
+    socket.setNoDelay(true);
     this.socket = socket;
     socket.setTimeout(Math.max(1000, this.o.timeoutMs), () => socket.destroy(new Error(`no connection to ${this.host}:${this.port} in time`)));
     socket.on('data', (chunk: Buffer) => this.read(chunk));
     socket.on('error', (err) => this.lost(socket, err));
     socket.on('close', () => this.lost(socket, new Error('connection to Redis closed')));
-    socket.once('connect', () => {
+    socket.once(this.tls ? 'secureConnect' : 'connect', () => {
       socket.setTimeout(0);
       void this.greet();
     });
@@ -177,7 +183,10 @@ export class RedisConnection extends EventEmitter {
       }
     }
     this.input = pos === this.input.length ? Buffer.alloc(0) : this.input.subarray(pos);
-    if (this.head > 1024 && this.head * 2 > this.pending.length) {
+    if (this.head === this.pending.length) {
+      this.pending.length = 0;
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.pending.length) {
       this.pending.splice(0, this.head);
       this.head = 0;
     }
