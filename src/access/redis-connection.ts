@@ -13,6 +13,7 @@ interface Pending {
   reject(err: Error): void;
   /** Monotonic ms after which the caller is told of a timeout; the reply still takes this slot. */
   deadline: number;
+  sentAt: number;
   settled: boolean;
 }
 
@@ -24,6 +25,13 @@ export interface RedisConnectionOptions {
 }
 
 const INCOMPLETE = Symbol('incomplete');
+/**
+ * A connection whose oldest command has waited this long is given up and made
+ * again: a Redis that vanished without closing it (a failover behind one
+ * address, a dropped route) would otherwise hold it for the kernel's minutes
+ * of retransmissions.
+ */
+const STALLED_MS = 5000;
 const CRLF = 0x0d;
 
 /**
@@ -124,7 +132,8 @@ export class RedisConnection extends EventEmitter {
     let text = `*${args.length}\r\n`;
     for (const a of args) text += `$${Buffer.byteLength(a)}\r\n${a}\r\n`;
     return new Promise((resolve, reject) => {
-      this.pending.push({ resolve, reject, deadline: performance.now() + this.o.timeoutMs, settled: false });
+      const now = performance.now();
+      this.pending.push({ resolve, reject, sentAt: now, deadline: now + this.o.timeoutMs, settled: false });
       this.outbox.push(text);
       if (!this.flushing) this.flushing = setImmediate(() => this.flush());
       if (!this.timeoutTimer) this.armTimeout();
@@ -152,6 +161,11 @@ export class RedisConnection extends EventEmitter {
           p.settled = true;
           p.reject(new Error(`Redis did not answer within ${this.o.timeoutMs} ms`));
         }
+      }
+      const oldest = this.pending[this.head];
+      if (oldest && now - oldest.sentAt >= Math.max(STALLED_MS, this.o.timeoutMs)) {
+        this.socket?.destroy(new Error(`Redis has not answered for ${Math.round((now - oldest.sentAt) / 1000)} s`));
+        return;
       }
       this.armTimeout();
     }, Math.max(0, this.pending[i].deadline - performance.now()) + 1);

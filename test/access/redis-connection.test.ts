@@ -59,6 +59,33 @@ test('a Redis that stops answering: the call fails after the timeout, and a late
   assert.ok(conn.isReady);
 });
 
+test('a Redis silent for 5 s: the connection is given up and made again, and serves once Redis answers', async ({ redis }) => {
+  const conn = new RedisConnection({ url: redis.url, timeoutMs: 200 });
+  const errors: string[] = [];
+  conn.on('error', (e: Error) => errors.push(e.message));
+  let readies = 0;
+  conn.on('ready', () => readies++);
+  conn.connect();
+  await eventually(() => readies === 1, 5000, 'connected');
+  redis.pause();
+  const started = performance.now();
+  try {
+    // As the limiter's probe does: a PING every half second while Redis is down.
+    while (!errors.some((e) => e.includes('has not answered')) && performance.now() - started < 9000) {
+      await conn.call(['PING']).catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  } finally {
+    redis.resume();
+  }
+  const gaveUp = performance.now() - started;
+  assert.ok(errors.some((e) => /has not answered for [5-9] s/.test(e)), errors.join('; '));
+  assert.ok(gaveUp >= 4900 && gaveUp < 8000, `given up after ${Math.round(gaveUp)} ms`);
+  await eventually(async () => (await conn.call(['PING']).catch(() => null)) === 'PONG', 5000, 'answering again');
+  assert.ok(readies >= 2, 'connected again');
+  await conn.close();
+});
+
 test('not connected: a call fails at once; a lost connection fails what is pending, says so, and comes back', async ({ redis }) => {
   const idle = new RedisConnection({ url: redis.url, timeoutMs: 200 });
   const early = await idle.call(['PING']).then(() => null, (e: Error) => e);
