@@ -34,6 +34,15 @@ test('the rules cover the snapshot, reloads, 5xx, the limiter, pending bodies an
   }
 });
 
+test('docs/operations.md names every series a live server\'s /metrics serves', async ({ t }) => {
+  const reference = readFileSync(fileURLToPath(new URL('../../../docs/operations.md', import.meta.url)), 'utf8');
+  const served = [...(await (await t.get('/metrics')).text()).matchAll(/^# TYPE (proxylist_[a-z0-9_]+)/gm)].map((m) => m[1])
+    .filter((name) => !/^proxylist_(process|nodejs)_/.test(name)); // prom-client's own, named there by their prefix
+  assert.ok(served.length >= 15, `${served.length} series`);
+  const missing = served.filter((name) => !reference.includes(`\`${name}\``) && !reference.includes(`\`${name}{`));
+  assert.equal(missing, [], 'documented in docs/operations.md');
+});
+
 test('every series the rules and the dashboard name exists in a live server\'s /metrics', async ({ t }) => {
   const metrics = await (await t.get('/metrics')).text();
   const named = seriesIn(alerts + dashboard.panels.flatMap((p) => p.targets.map((x) => x.expr)).join('\n'));
