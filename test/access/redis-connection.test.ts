@@ -6,6 +6,18 @@ import { RedisServer } from '../helpers/redis.js';
 import { eventually } from '../helpers/server.js';
 
 /** The limiter's connection to Redis, against a real redis-server. */
+
+/** A connection, connected, with the errors it reported and a count of its 'ready' events. */
+async function watched(url: string, timeoutMs: number): Promise<{ conn: RedisConnection; errors: string[]; readies(): number }> {
+  const conn = new RedisConnection({ url, timeoutMs });
+  const errors: string[] = [];
+  conn.on('error', (e: Error) => errors.push(e.message));
+  let readies = 0;
+  conn.on('ready', () => readies++);
+  conn.connect();
+  await eventually(() => readies === 1, 5000, 'connected');
+  return { conn, errors, readies: () => readies };
+}
 interface Ctx { redis: RedisServer; conn: RedisConnection }
 const test = suite<Ctx>('a connection to Redis');
 test.before(async (ctx) => {
@@ -60,13 +72,7 @@ test('a Redis that stops answering: the call fails after the timeout, and a late
 });
 
 test('a Redis silent for 5 s: the connection is given up and made again, and serves once Redis answers', async ({ redis }) => {
-  const conn = new RedisConnection({ url: redis.url, timeoutMs: 200 });
-  const errors: string[] = [];
-  conn.on('error', (e: Error) => errors.push(e.message));
-  let readies = 0;
-  conn.on('ready', () => readies++);
-  conn.connect();
-  await eventually(() => readies === 1, 5000, 'connected');
+  const { conn, errors, readies } = await watched(redis.url, 200);
   redis.pause();
   const started = performance.now();
   try {
@@ -82,7 +88,7 @@ test('a Redis silent for 5 s: the connection is given up and made again, and ser
   assert.ok(errors.some((e) => /has not answered for [5-9] s/.test(e)), errors.join('; '));
   assert.ok(gaveUp >= 4900 && gaveUp < 8000, `given up after ${Math.round(gaveUp)} ms`);
   await eventually(async () => (await conn.call(['PING']).catch(() => null)) === 'PONG', 5000, 'answering again');
-  assert.ok(readies >= 2, 'connected again');
+  assert.ok(readies() >= 2, 'connected again');
   await conn.close();
 });
 
@@ -91,13 +97,7 @@ test('not connected: a call fails at once; a lost connection fails what is pendi
   const early = await idle.call(['PING']).then(() => null, (e: Error) => e);
   assert.match(early?.message ?? '', 'not connected');
 
-  const conn = new RedisConnection({ url: redis.url, timeoutMs: 5000 });
-  const errors: string[] = [];
-  conn.on('error', (e: Error) => errors.push(e.message));
-  let readies = 0;
-  conn.on('ready', () => readies++);
-  conn.connect();
-  await eventually(() => readies === 1, 5000, 'connected');
+  const { conn, errors, readies } = await watched(redis.url, 5000);
   const admin = createClient({ url: redis.url });
   await admin.connect();
   const pending = conn.call(['BLPOP', 'never', '0']).then(() => null, (e: Error) => e);
@@ -106,7 +106,7 @@ test('not connected: a call fails at once; a lost connection fails what is pendi
   const failed = await pending;
   assert.ok(failed instanceof Error && !(failed instanceof RedisReplyError), 'the pending call fails with the connection');
   assert.ok(errors.length >= 1, 'an error event');
-  await eventually(() => readies === 2, 5000, 'connected again');
+  await eventually(() => readies() === 2, 5000, 'connected again');
   assert.is(await conn.call(['PING']), 'PONG');
   await admin.close();
   await conn.close();

@@ -1,20 +1,20 @@
-import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePorts, needCommand, spawnGroup, stopGroup } from './cli.js';
-import { eventually, tempDir } from './server.js';
+import { freePorts, needCommand } from './cli.js';
+import { GroupServer } from './group-server.js';
+import { eventually } from './server.js';
 
 /**
  * A real nginx (Debian's nginx-light) serving a folder as a static origin on
  * a free loopback port, in the foreground, with its own prefix. Creating the
  * file `fail` in the folder makes it answer 500; `slow` makes it send 20 KB/s.
  */
-export class StaticOrigin {
+export class StaticOrigin extends GroupServer {
   readonly root: string;
-  private proc: ChildProcess | null = null;
-  private readonly dir = tempDir();
 
   private constructor(readonly port: number) {
+    // SIGQUIT: nginx's graceful stop.
+    super('SIGQUIT');
     this.root = join(this.dir, 'www');
     mkdirSync(this.root);
     mkdirSync(join(this.dir, 'logs'));
@@ -57,7 +57,7 @@ http {
   }
 
   async run(): Promise<void> {
-    this.proc = spawnGroup('nginx', ['-p', this.dir, '-c', join(this.dir, 'nginx.conf'), '-e', join(this.dir, 'logs', 'error.log')]);
+    this.spawn('nginx', ['-p', this.dir, '-c', join(this.dir, 'nginx.conf'), '-e', join(this.dir, 'logs', 'error.log')]);
     await eventually(async () => (await fetch(this.url('')).catch(() => null)) !== null, 10_000, `nginx on ${this.port}`);
   }
 
@@ -66,17 +66,5 @@ http {
     return readFileSync(join(this.dir, 'logs', 'access.log'), 'utf8').split('\n')
       .filter((l) => l.includes(`GET /${name} `))
       .map((l) => Number(/" (\d{3}) /.exec(l)?.[1]));
-  }
-
-  async stop(signal: NodeJS.Signals = 'SIGQUIT'): Promise<void> {
-    if (!this.proc) return;
-    // Workers outlive a killed master for a moment: stopGroup waits for them too.
-    await stopGroup(this.proc, signal);
-    this.proc = null;
-  }
-
-  async close(): Promise<void> {
-    await this.stop('SIGKILL');
-    rmSync(this.dir, { recursive: true, force: true });
   }
 }

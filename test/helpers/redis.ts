@@ -1,19 +1,17 @@
-import type { ChildProcess } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { freePorts, needCommand, spawnGroup, stopGroup } from './cli.js';
-import { eventually, tempDir } from './server.js';
+import { freePorts, needCommand } from './cli.js';
+import { GroupServer } from './group-server.js';
+import { eventually } from './server.js';
 
 /**
  * A real redis-server (Debian's), on a free loopback port, without
  * persistence, in a folder of its own. (Its clock cannot be moved with
  * faketime: libfaketime and Redis's jemalloc deadlock at start.)
  */
-export class RedisServer {
-  private proc: ChildProcess | null = null;
-  private readonly dir = tempDir();
-
-  private constructor(readonly port: number) {}
+export class RedisServer extends GroupServer {
+  private constructor(readonly port: number) {
+    super('SIGTERM');
+  }
 
   static async start(): Promise<RedisServer> {
     needCommand('redis-server', 'redis-server');
@@ -30,7 +28,7 @@ export class RedisServer {
   /** Starts it (again) on its port; resolves once it answers PING. */
   async run(): Promise<void> {
     const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir];
-    this.proc = spawnGroup('redis-server', args);
+    this.spawn('redis-server', args);
     await eventually(() => this.ping(), 10_000, `redis-server on ${this.port}`);
   }
 
@@ -56,17 +54,5 @@ export class RedisServer {
         s.destroy();
       });
     });
-  }
-
-  /** Stops it with `signal` (SIGKILL: as if it crashed) and waits for the exit. */
-  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-    if (!this.proc) return;
-    await stopGroup(this.proc, signal);
-    this.proc = null;
-  }
-
-  async close(): Promise<void> {
-    await this.stop('SIGKILL');
-    rmSync(this.dir, { recursive: true, force: true });
   }
 }
