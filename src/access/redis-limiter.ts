@@ -48,6 +48,8 @@ export class RedisLimiter implements Limiter {
   lastError: string | null = null;
   private readonly client: RedisConnection;
   private readonly refused = new Map<string, Remembered>();
+  /** Per key in force, the start of its FCALL (the function and the key's three Redis keys), made once. */
+  private readonly fcallHeads = new WeakMap<KeyEntry, string[]>();
   private readonly sweeper: NodeJS.Timeout;
   private prober: NodeJS.Timeout | null = null;
   private closed = false;
@@ -97,7 +99,10 @@ export class RedisLimiter implements Limiter {
 
   /** One FCALL; the function is loaded again when Redis no longer has it (a restart without persistence, a flush). */
   private async call(key: KeyEntry, args: string[]): Promise<Reply> {
-    const run = () => this.client.call(['FCALL', FUNCTION_NAME, '3', ...keysOf(key.id), ...args]) as Promise<Reply>;
+    let head = this.fcallHeads.get(key);
+    if (!head) this.fcallHeads.set(key, (head = ['FCALL', FUNCTION_NAME, '3', ...keysOf(key.id)]));
+    const command = [...head, ...args];
+    const run = () => this.client.call(command) as Promise<Reply>;
     try {
       return await run();
     } catch (err) {

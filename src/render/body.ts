@@ -95,7 +95,6 @@ export class BodyWriter {
   }
 }
 
-/** Writes the whole body for `rows[0..n)`. */
 /** A bare body (no envelope) for some rows: its bytes, a tail sent after them, and per JSON record where it ends. */
 export interface BareBody {
   bytes: Uint8Array;
