@@ -7,8 +7,9 @@ import type { QueryScratch } from './scratch.js';
 /** Characters of the hash in a tag: 132 bits, base64url. */
 const TAG_CHARS = 22;
 
+/** A plan's last tag, and the snapshot (by generation, never the store itself) and window it was worked out for. */
 interface Remembered {
-  store: Store;
+  generation: number;
   end: number;
   tag: string;
 }
@@ -27,8 +28,11 @@ interface Remembered {
  * the same position: those tags hash the selected row numbers themselves.
  *
  * Nothing here depends on the process, so instances that load the same file
- * agree. Each plan remembers its last tag with the store and window it was
- * worked out for: polling clients cost one lookup.
+ * agree. Each plan remembers its last tag with the snapshot and window it
+ * was worked out for: polling clients cost one lookup. Plans outlive
+ * snapshots (QueryMemo keeps them), so what a plan remembers names its
+ * snapshot by generation: a reference would keep every swapped-out store
+ * alive for as long as the plan is remembered.
  */
 export class Tagger {
   private readonly remembered = new WeakMap<Plan, Remembered>();
@@ -38,9 +42,10 @@ export class Tagger {
   /** The tag of what `plan` selects on `store` in the window ending at row `end` (`sort=random`: of its matches). */
   selectionTag(store: Store, plan: Plan, end: number): string {
     const r = this.remembered.get(plan);
-    if (r !== undefined && r.store === store && r.end === end) return r.tag;
+    const generation = store.source.generation;
+    if (r !== undefined && r.generation === generation && r.end === end) return r.tag;
     const tag = this.compute(store, plan, end);
-    this.remembered.set(plan, { store, end, tag });
+    this.remembered.set(plan, { generation, end, tag });
     return tag;
   }
 

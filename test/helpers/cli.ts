@@ -108,9 +108,10 @@ export function untilReady(port: string | number, ms = 10_000): Promise<void> {
  * `count` servers started as a user starts them (`proxylist serve`), ready,
  * on one generated snapshot of `records` checked around now, with the key
  * `k` and no limits, and `extra` options (by default no draining); `close`
- * stops them and removes their folder.
+ * stops them and removes their folder. A new snapshot may be published at
+ * `snapshot`.
  */
-export async function serveProcesses(count: number, records: number, seed: number, extra: string[] = ['--drain-s', '0']): Promise<{ ports: number[]; children: Child[]; close(): Promise<void> }> {
+export async function serveProcesses(count: number, records: number, seed: number, extra: string[] = ['--drain-s', '0']): Promise<{ ports: number[]; children: Child[]; snapshot: string; close(): Promise<void> }> {
   const dir = tempDir();
   const snapshot = join(dir, 'snapshot.msgpack');
   const keys = join(dir, 'keys.json');
@@ -130,5 +131,5 @@ export async function serveProcesses(count: number, records: number, seed: numbe
     await close();
     throw err;
   }
-  return { ports, children, close };
+  return { ports, children, snapshot, close };
 }
