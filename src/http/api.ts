@@ -52,6 +52,19 @@ function wireBytes(s: string): number {
   return Buffer.byteLength(s) - 2 * replaced;
 }
 
+/**
+ * Every X-Forwarded-For line of the request, in order, as one list: a proxy
+ * such as haproxy appends its own line after the client's, and the
+ * right-most addresses are the ones to believe (README, Usage limits).
+ */
+function forwardedFor(req: HttpRequest): string {
+  let all = '';
+  req.forEach((name, value) => {
+    if (name === 'x-forwarded-for') all = all === '' ? value : `${all},${value}`;
+  });
+  return all;
+}
+
 /** True when the request target (path, `?`, query) is longer than 8192 bytes. */
 export function targetTooLong(url: string, query: string | undefined): boolean {
   const chars = url.length + (query === undefined ? 0 : query.length + 1);
@@ -115,7 +128,7 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
     let subnet = 0;
     if (entry.limits.subnets !== null) {
       const peer = parseAddress(Buffer.from(ex.res.getRemoteAddressAsText()).toString('latin1')) ?? { v4: 0 };
-      subnet = subnetOf(deps.trustProxy.size > 0 ? clientAddress(peer, req.getHeader('x-forwarded-for'), deps.trustProxy) : peer);
+      subnet = subnetOf(deps.trustProxy.has(peer) ? clientAddress(peer, forwardedFor(req), deps.trustProxy) : peer);
     }
     const monoMs = deps.clock.monotonicMs();
     // Read now: after a round trip to a shared limiter, `req` is gone.

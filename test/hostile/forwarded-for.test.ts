@@ -1,0 +1,79 @@
+import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { writeFileAtomic } from '../../src/core/atomic-write.js';
+import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { exitWithin, freePorts, needCommand, runCli, stopGroup, untilReady, type Child } from '../helpers/cli.js';
+import { eventually, tempDir } from '../helpers/server.js';
+
+/**
+ * The subnet limit cannot be forged with X-Forwarded-For (README, Usage
+ * limits): every line of the header is read, the right-most untrusted
+ * address wins, and deploy/haproxy.cfg drops the client's own header.
+ */
+const CONFIG = readFileSync(fileURLToPath(new URL('../../../deploy/haproxy.cfg', import.meta.url)), 'utf8');
+const KEY = { key: 'k', limits: { per_window: null, daily: null, subnets: 10 } };
+
+/** GET from a chosen loopback address, with X-Forwarded-For as these header lines. */
+function getFrom(localAddress: string, url: string, forwardedFor: string[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { localAddress, agent: false, headers: { 'X-Forwarded-For': forwardedFor } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const test = suite<{ dir: string; port: number; instance: Child }>('X-Forwarded-For');
+
+test.before(async (ctx) => {
+  ctx.dir = tempDir();
+  const snapshot = join(ctx.dir, 'snapshot.msgpack');
+  const keys = join(ctx.dir, 'keys.json');
+  const now = Math.floor(Date.now() / 1000);
+  writeFileAtomic(snapshot, encodeSnapshot(generateRecords({ records: 500, seed: 19, now }), now));
+  writeFileSync(keys, JSON.stringify({ keys: [KEY, { ...KEY, key: 'k2' }] }));
+  [ctx.port] = await freePorts(1);
+  ctx.instance = runCli(['serve', '--snapshot', snapshot, '--keys', keys, '--port', String(ctx.port), '--host', '127.0.0.1', '--trust-proxy', '127.0.0.1', '--drain-s', '0']);
+  await untilReady(ctx.port);
+});
+
+test.after(async (ctx) => {
+  ctx.instance.proc.kill('SIGTERM');
+  await exitWithin(ctx.instance, 15_000);
+});
+
+test('through haproxy as shipped, 12 clients in 12 /16 subnets that forge X-Forwarded-For: 1.1.1.1 get exactly 10 answers, then 403', async (ctx) => {
+  needCommand('haproxy', 'haproxy');
+  const [lb] = await freePorts(1);
+  const config = join(ctx.dir, 'haproxy.cfg');
+  writeFileSync(config, CONFIG.replace('127.0.0.1:8080', `127.0.0.1:${lb}`).replace(/^ *server proxylist-808[23].*$/gm, '').replace('127.0.0.1:8081', `127.0.0.1:${ctx.port}`));
+  const haproxy = spawn('haproxy', ['-db', '-f', config], { stdio: 'ignore', detached: true });
+  try {
+    await eventually(async () => (await getFrom('127.0.0.1', `http://127.0.0.1:${lb}/health`, []).catch(() => 0)) === 200, 10_000, 'haproxy ready');
+    const statuses: number[] = [];
+    for (let i = 1; i <= 12; i++) statuses.push(await getFrom(`127.${i}.0.1`, `http://127.0.0.1:${lb}/api?key=k&count=1`, ['1.1.1.1']));
+    assert.equal(statuses, [...Array(10).fill(200), 403, 403]);
+  } finally {
+    await stopGroup(haproxy);
+  }
+});
+
+test('every line of the header is read as one list: the right-most untrusted address is the client', async (ctx) => {
+  const api = `http://127.0.0.1:${ctx.port}/api?key=k2&count=1`;
+  // Ten subnets, each named by the last of two lines; the first line is always the same forged address.
+  for (let i = 1; i <= 10; i++) assert.is(await getFrom('127.0.0.1', api, ['1.1.1.1', `127.${i}.0.1`]), 200, `subnet ${i}`);
+  assert.is(await getFrom('127.0.0.1', api, ['127.3.0.1']), 200, 'a subnet seen today passes');
+  assert.is(await getFrom('127.0.0.1', api, ['127.3.0.1', '1.1.1.1']), 403, 'an 11th subnet, named by the last line');
+  assert.is(await getFrom('127.0.0.1', api, ['127.3.0.1, 1.1.1.1']), 403, 'the same, in one line');
+  // Trusted hops are passed over, right to left.
+  assert.is(await getFrom('127.0.0.1', api, ['127.4.0.1', '127.0.0.1']), 200, 'a trusted proxy after the client');
+});
+
+test.run();
