@@ -40,13 +40,13 @@ export function answerHeaders(plan: Plan, encoding: Encoding | null, v: Validato
 
 /** Answers 200 with the body of `source`, at once or once its length is known. */
 export function answerWith(sender: Sender, ex: Exchange, plan: Plan, source: Source, v: Validators): void {
-  const headers = answerHeaders(plan, source.encoding, v);
-  if (source.total >= 0) return sender.body(ex, '200 OK', headers, source.open());
-  // The body is being produced: the answer is written once its length is known.
-  ex.onAbort(null);
-  source.whenReady((ok) => {
+  if (source.total >= 0) return sender.body(ex, '200 OK', answerHeaders(plan, source.encoding, v), source.open());
+  // The body is being produced: the answer is written once its length (and its coding: a compression may fall back to the plain body) is known.
+  const forget = source.whenReady((ok) => {
     if (ex.aborted) return;
-    if (ok) sender.body(ex, '200 OK', headers, source.open());
+    if (ok) sender.body(ex, '200 OK', answerHeaders(plan, source.encoding, v), source.open());
     else sender.error(ex, HTTP_FAILURES.internal);
   });
+  // A client that goes away meanwhile no longer waits: work that no one else waits for stops.
+  if (!ex.answered) ex.onAbort(forget);
 }

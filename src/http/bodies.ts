@@ -7,7 +7,8 @@ import { BodyWriter } from '../render/body.js';
 import { OutputBuffer } from '../render/output-buffer.js';
 import { statsJson } from '../render/stats.js';
 import type { Store } from '../store/store.js';
-import { Compression } from './compression.js';
+import { BodyBudget } from './budget.js';
+import { Compression, CompressionSlots } from './compression.js';
 import { MIN_ENCODED_BYTES, type Encoding } from './encoding.js';
 import { CHUNK_BYTES, ChunkPool, Production, type ProductionOwner, type Source } from './production.js';
 import { ResponseCache, countBelow } from './response-cache.js';
@@ -16,9 +17,9 @@ import { BytesBody, type Body } from './sender.js';
 /** Chunk buffers kept between productions. */
 const POOLED_CHUNKS = 128;
 /**
- * Bodies produced and kept whole while they are read, beyond what the
- * response cache keeps (--bodies-mb): room for the whole-store JSON dump of
- * a million records. Past it, bodies go through a ring of chunks.
+ * The memory of bodies in flight, beyond what the response cache keeps
+ * (--bodies-mb): room for the whole-store JSON dump of a million records
+ * kept whole while it is read. Past it, bodies go through a ring of chunks.
  */
 export const DEFAULT_WHOLE_BODIES_BYTES = 512 * 1024 * 1024;
 /**
@@ -37,8 +38,9 @@ class Ready implements Source {
     this.total = bytes.length + (tail?.length ?? 0);
   }
 
-  whenReady(ready: (ok: boolean) => void): void {
+  whenReady(ready: (ok: boolean) => void): () => void {
     ready(true);
+    return NOTHING;
   }
 
   open(): Body {
@@ -60,8 +62,9 @@ class Rendered implements Source, Body {
     this.total = out.pos;
   }
 
-  whenReady(ready: (ok: boolean) => void): void {
+  whenReady(ready: (ok: boolean) => void): () => void {
     ready(true);
+    return NOTHING;
   }
 
   open(): Body {
@@ -101,16 +104,19 @@ export class BodySources implements ProductionOwner {
   cacheMisses = 0;
   readonly out = new OutputBuffer();
   readonly pool = new ChunkPool(CHUNK_BYTES + 64 * 1024, POOLED_CHUNKS);
+  readonly budget: BodyBudget;
+  readonly slots = new CompressionSlots();
   private readonly underWay = new Map<string, Production | Compression>();
   /** Per narrowable body's key, the production of the widest window under way: narrower windows read a prefix of it. */
   private readonly widest = new Map<string, { p: Production; end: number }>();
-  /** Bytes of claimed buffers, and the spare kept for the next claim. */
-  private claimedBytes = 0;
+  /** A buffer given back, kept (and counted in the budget) for the next claim. */
   private spare: Uint8Array | null = null;
   private spareTimer: NodeJS.Timeout | null = null;
 
   /** `scratch` is the query working space of the event loop, shared with whatever else runs queries there. */
-  constructor(private readonly cache: ResponseCache, private readonly scratch: QueryScratch, private readonly wholeBudget: number, private readonly log: Logger) {}
+  constructor(private readonly cache: ResponseCache, private readonly scratch: QueryScratch, budgetBytes: number, private readonly log: Logger) {
+    this.budget = new BodyBudget(budgetBytes);
+  }
 
   /** Productions and compressions under way. */
   get inFlight(): number {
@@ -138,7 +144,7 @@ export class BodySources implements ProductionOwner {
       }
       const plain = this.plain(store, plan, end, nowMs, key, true);
       if (plain.total >= 0 && plain.total < MIN_ENCODED_BYTES) return plain;
-      const c = new Compression(encodedKey, encoding, plain, (done, bytes, err) => this.compressed(done, bytes, err, end));
+      const c = new Compression(encodedKey, encoding, plain, this.budget, this.slots, (done, bytes, err) => this.compressed(done, bytes, err, end));
       this.compressions++;
       if (c.total < 0) this.underWay.set(encodedKey, c);
       return c;
@@ -161,9 +167,7 @@ export class BodySources implements ProductionOwner {
     }
     if (!encoding || (plain.total >= 0 && plain.total < MIN_ENCODED_BYTES)) return plain;
     this.compressions++;
-    return new Compression('', encoding, plain, (_c, bytes, err) => {
-      if (!bytes) this.log.error({ event: 'compression_failed', err }, 'compressing a response body failed');
-    });
+    return new Compression('', encoding, plain, this.budget, this.slots, (_c, _bytes, err) => this.failed(err));
   }
 
   /** The plain body; `stable` when its bytes must outlive the next request (compression reads them later, or several requests do). */
@@ -219,8 +223,10 @@ export class BodySources implements ProductionOwner {
     const keeper = cache.enabled
       ? {
         fits: (total: number) => total <= cache.maxEntryBytes,
-        keep: (bytes: Uint8Array, rows: Uint32Array, ends: Uint32Array | null) =>
-          cache.offer(key, { bytes, tail: null, end, rows: narrow ? rows : null, ends }, true) !== undefined && narrow,
+        keep: (bytes: Uint8Array, rows: Uint32Array, ends: Uint32Array | null) => {
+          const kept = cache.offer(key, { bytes, tail: null, end, rows: narrow ? rows : null, ends }, true);
+          return { bytes: kept?.buffer === bytes.buffer, rows: kept !== undefined && narrow };
+        },
       }
       : null;
     const p = new Production(productionKey, writer, this, keeper, narrow && plan.json);
@@ -236,31 +242,42 @@ export class BodySources implements ProductionOwner {
   }
 
   claim(bytes: number): Uint8Array | null {
-    let buf = this.spare && this.spare.length >= bytes ? this.spare : null;
-    if (buf) this.dropSpare();
-    else {
-      if (this.claimedBytes + (this.spare?.length ?? 0) + bytes > this.wholeBudget) this.dropSpare();
-      if (this.claimedBytes + bytes > this.wholeBudget) return null;
-      const raw = Buffer.allocUnsafe(bytes);
-      buf = new Uint8Array(raw.buffer, raw.byteOffset, bytes);
+    const spare = this.spare;
+    if (spare && spare.length >= bytes) {
+      // Already counted in the budget: it changes hands.
+      this.spare = null;
+      this.clearSpareTimer();
+      return spare.subarray(0, bytes);
     }
-    this.claimedBytes += buf.length;
-    return buf.subarray(0, bytes);
+    if (!this.budget.tryTake(bytes)) {
+      this.dropSpare();
+      if (!this.budget.tryTake(bytes)) return null;
+    }
+    // Never a slice of Node's shared pool: the whole buffer is what the budget counts.
+    const raw = Buffer.allocUnsafeSlow(bytes);
+    return new Uint8Array(raw.buffer, raw.byteOffset, bytes);
   }
 
-  unclaim(buf: Uint8Array): void {
+  unclaim(buf: Uint8Array, reusable: boolean): void {
     const whole = new Uint8Array(buf.buffer, buf.byteOffset, buf.buffer.byteLength - buf.byteOffset);
-    this.claimedBytes -= whole.length;
-    if (this.spare && this.spare.length >= whole.length) return;
+    if (!reusable || (this.spare && this.spare.length >= whole.length)) {
+      this.budget.give(whole.length);
+      return;
+    }
     this.dropSpare();
     this.spare = whole;
     this.spareTimer = setTimeout(() => this.dropSpare(), SPARE_WHOLE_MS).unref();
   }
 
   private dropSpare(): void {
+    this.clearSpareTimer();
+    if (this.spare) this.budget.give(this.spare.length);
+    this.spare = null;
+  }
+
+  private clearSpareTimer(): void {
     if (this.spareTimer) clearTimeout(this.spareTimer);
     this.spareTimer = null;
-    this.spare = null;
   }
 
   giveBackRows(rows: Uint32Array): void {
@@ -269,7 +286,15 @@ export class BodySources implements ProductionOwner {
 
   private compressed(c: Compression, bytes: Uint8Array | null, err: unknown, end: number): void {
     if (this.underWay.get(c.key) === c) this.underWay.delete(c.key);
-    if (bytes) this.cache.offer(c.key, { bytes, tail: null, end, rows: null, ends: null }, true);
-    else this.log.error({ event: 'compression_failed', err }, 'compressing a response body failed');
+    // Bytes the cache keeps are counted in its budget from now on.
+    if (bytes && this.cache.offer(c.key, { bytes, tail: null, end, rows: null, ends: null }, true)?.buffer === bytes.buffer) c.giveBack();
+    this.failed(err);
+  }
+
+  /** A compression that failed (not one given up for want of room, or because its clients left). */
+  private failed(err: unknown): void {
+    if (err !== undefined) this.log.error({ event: 'compression_failed', err }, 'compressing a response body failed');
   }
 }
+
+const NOTHING = (): void => undefined;

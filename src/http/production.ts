@@ -1,5 +1,6 @@
 import type { BodyWriter } from '../render/body.js';
 import type { OutputBuffer } from '../render/output-buffer.js';
+import type { BodyBudget } from './budget.js';
 import type { Encoding } from './encoding.js';
 import type { Body } from './sender.js';
 
@@ -19,8 +20,12 @@ export interface Source {
   readonly total: number;
   /** The content coding of the bytes, null for none. */
   readonly encoding: Encoding | null;
-  /** Runs `ready` once the length is known (true), or the body cannot be had (false). */
-  whenReady(ready: (ok: boolean) => void): void;
+  /**
+   * Runs `ready` once the length is known (true), or the body cannot be had
+   * (false). Returns what to call when the answer is no longer wanted (its
+   * client went away): work that no one waits for any more stops.
+   */
+  whenReady(ready: (ok: boolean) => void): () => void;
   /** A reader of the body from its start; only once the length is known. */
   open(): Body;
 }
@@ -30,22 +35,24 @@ export interface ProductionOwner {
   /** The render buffer of the event loop: chunks are written there, then copied out. */
   readonly out: OutputBuffer;
   readonly pool: ChunkPool;
+  /** The memory of bodies in flight, which chunks kept for readers and selections draw from. */
+  readonly budget: BodyBudget;
   /** The production is over: it takes no more readers. */
   retired(p: Production): void;
   /** The rows are read no more. */
   giveBackRows(rows: Uint32Array): void;
-  /** A buffer for a body of this length kept whole while it is read, from a budget shared by all productions; null when there is no room. */
+  /** A buffer for a body of this length kept whole while it is read, from the budget; null when there is no room. */
   claim(bytes: number): Uint8Array | null;
-  /** A claimed buffer is read no more. */
-  unclaim(buf: Uint8Array): void;
+  /** A claimed buffer is read no more (`reusable`), or is now the response cache's. */
+  unclaim(buf: Uint8Array, reusable: boolean): void;
 }
 
 /** Who keeps a complete body: the response cache. */
 export interface Keeper {
   /** Whether a body of this length may be kept: it is then rendered whole. */
   fits(total: number): boolean;
-  /** The whole body, its rows and for bare JSON where each record ends; true when the rows are kept too. */
-  keep(bytes: Uint8Array, rows: Uint32Array, ends: Uint32Array | null): boolean;
+  /** The whole body, its rows and for bare JSON where each record ends; says whether the bytes' buffer and the rows are now the keeper's. */
+  keep(bytes: Uint8Array, rows: Uint32Array, ends: Uint32Array | null): { bytes: boolean; rows: boolean };
 }
 
 /** A chunk of a body (or for a body kept whole, the chunks rendered from one on) and the readers sending it. */
@@ -57,6 +64,8 @@ interface Chunk {
   holders: number;
   /** The pooled buffer its bytes are in; null for a view of a body kept whole. */
   pooled: Uint8Array | null;
+  /** Bytes of the budget it holds: those of a chunk kept in the ring. */
+  budgeted: number;
 }
 
 /**
@@ -91,11 +100,15 @@ export class ChunkPool {
  *   order, into one buffer that every reader reads, whenever it joined. One
  *   body per query, whatever the number of readers. A body the response
  *   cache may keep goes to the cache when complete.
- * - Past the budget for whole bodies, a body is never held whole. The last
- *   few chunks stay in a ring for readers close behind; a reader that falls
- *   further behind renders the chunks it needs again, for itself (rendering
- *   is deterministic, from the same rows). A reader then holds at most one
- *   chunk, and memory stays bounded whatever the readers and the queries.
+ * - Past the budget (--bodies-mb), a body is never held whole. The last
+ *   few chunks stay in a ring for readers close behind, while the budget
+ *   has room for them; a reader that falls further behind renders the
+ *   chunks it needs again, for itself (rendering is deterministic, from the
+ *   same rows). A reader then holds at most one chunk.
+ * - A reader that stops reading is parked: it gives its chunk back, and
+ *   once every reader of a body kept whole is parked, the body gives its
+ *   buffer back to the budget and goes on as a ring. Memory stays bounded
+ *   whatever the readers and the queries.
  */
 export class Production implements Source {
   total = -1;
@@ -103,7 +116,9 @@ export class Production implements Source {
   private readonly chunkCount: number;
   private readonly rowsPerChunk: number;
   private readers = 0;
-  private waiting: Array<(ok: boolean) => void> = [];
+  /** Readers that stopped reading and hold no chunk. */
+  private parked = 0;
+  private readonly waiting = new Set<(ok: boolean) => void>();
   private isRetired = false;
   /** A body kept whole: its bytes, chunks rendered so far, and where each begins. */
   private whole: Uint8Array | null = null;
@@ -115,6 +130,8 @@ export class Production implements Source {
   private readonly ring = new Map<number, Chunk>();
   /** The claimed buffer this one holds, from the budget for whole bodies. */
   private claimed: Uint8Array | null = null;
+  /** Bytes of the budget the rows hold. */
+  private readonly rowsBytes: number;
 
   constructor(
     readonly key: string,
@@ -126,6 +143,8 @@ export class Production implements Source {
   ) {
     this.rowsPerChunk = Math.max(1, Math.floor(CHUNK_BYTES / writer.rowBound));
     this.chunkCount = Math.max(1, Math.ceil(writer.n / this.rowsPerChunk));
+    this.rowsBytes = writer.rows.buffer.byteLength;
+    owner.budget.take(this.rowsBytes);
     this.measure(0, writer.frameLength(), false);
   }
 
@@ -139,24 +158,24 @@ export class Production implements Source {
 
   private ready(total: number, later: boolean): void {
     this.total = total;
-    // A body the cache may keep is the cache's once complete (with where its records end, for narrowing); a larger one uses a claimed buffer.
-    if (this.keeper?.fits(total)) {
-      const raw = Buffer.allocUnsafe(total);
-      this.whole = new Uint8Array(raw.buffer, raw.byteOffset, total);
-      if (this.recordEnds) this.wholeEnds = new Uint32Array(this.writer.n);
-    } else {
-      this.whole = this.claimed = this.owner.claim(total);
-    }
-    const waiting = this.waiting;
-    this.waiting = [];
+    // Kept whole if the budget has room; a body the cache may keep is then the cache's once complete (with where its records end, for narrowing).
+    this.whole = this.claimed = this.owner.claim(total);
+    if (this.whole && this.recordEnds && this.keeper?.fits(total)) this.wholeEnds = new Uint32Array(this.writer.n);
+    const waiting = [...this.waiting];
+    this.waiting.clear();
     for (const w of waiting) w(true);
     // Known at once, the length is read by the request that started the production.
     if (later) this.retireIfUnread();
   }
 
-  whenReady(ready: (ok: boolean) => void): void {
-    if (this.total >= 0) ready(true);
-    else this.waiting.push(ready);
+  whenReady(ready: (ok: boolean) => void): () => void {
+    if (this.total >= 0) {
+      ready(true);
+      return NOTHING;
+    }
+    this.waiting.add(ready);
+    // Measuring goes on (it is short): once done with no one waiting, the production retires.
+    return () => this.waiting.delete(ready);
   }
 
   open(): Body {
@@ -175,7 +194,7 @@ export class Production implements Source {
       total: -1,
       encoding: null,
       whenReady(ready) {
-        p.whenReady((ok) => {
+        return p.whenReady((ok) => {
           if (ok && cut < 0) {
             // The dropped rows are few (they left the window a moment ago): measured, not the kept ones.
             cut = p.total - tail.length - p.writer.rowsLength(k, p.writer.n);
@@ -196,7 +215,7 @@ export class Production implements Source {
     if (this.whole) {
       while (this.produced <= i) this.renderInto(this.whole);
       // Everything rendered so far in one piece: the socket takes as much of it as it can.
-      return { index: i, span: this.produced - i, bytes: this.whole.subarray(this.chunkStart[i], this.chunkStart[this.produced]), holders: 1, pooled: null };
+      return { index: i, span: this.produced - i, bytes: this.whole.subarray(this.chunkStart[i], this.chunkStart[this.produced]), holders: 1, pooled: null, budgeted: 0 };
     }
     let c = this.ring.get(i);
     if (c) {
@@ -206,23 +225,45 @@ export class Production implements Source {
     c = this.render(i);
     // Held before the ring is trimmed: a reader far behind may have rendered the oldest chunk.
     c.holders++;
-    this.ring.set(i, c);
-    if (this.ring.size > RING_CHUNKS) this.evictOldest();
+    // Kept for the readers behind only while the budget has room; otherwise its reader alone holds it.
+    if (this.owner.budget.tryTake(c.pooled!.length)) {
+      c.budgeted = c.pooled!.length;
+      this.ring.set(i, c);
+      if (this.ring.size > RING_CHUNKS) this.evictOldest();
+    }
     return c;
   }
 
   /** A reader is done with chunk `c`. */
   drop(c: Chunk): void {
-    if (--c.holders === 0 && c.pooled && this.ring.get(c.index) !== c) this.owner.pool.giveBack(c.pooled);
+    if (--c.holders === 0 && this.ring.get(c.index) !== c) this.free(c);
   }
 
   readerOpened(): void {
     this.readers++;
   }
 
-  readerClosed(): void {
+  readerClosed(parked: boolean): void {
     this.readers--;
+    if (parked) this.parked--;
     this.retireIfUnread();
+  }
+
+  /** A reader stopped reading and gave its chunk back; once all have, so does the body. */
+  readerParked(): void {
+    if (++this.parked < this.readers) return;
+    if (this.claimed) {
+      this.owner.unclaim(this.claimed, true);
+      this.claimed = null;
+      this.whole = null;
+      this.wholeEnds = null;
+    }
+    for (const c of this.ring.values()) if (c.holders === 0) this.free(c);
+    this.ring.clear();
+  }
+
+  readerResumed(): void {
+    this.parked--;
   }
 
   private rowsOf(i: number): [number, number] {
@@ -239,7 +280,15 @@ export class Production implements Source {
     const bytes = out.view();
     const pooled = this.owner.pool.take(bytes.length);
     pooled.set(bytes);
-    return { index: i, span: 1, bytes: pooled.subarray(0, bytes.length), holders: 0, pooled };
+    return { index: i, span: 1, bytes: pooled.subarray(0, bytes.length), holders: 0, pooled, budgeted: 0 };
+  }
+
+  /** A chunk that no reader holds and the ring no longer keeps: its buffer and budget go back. */
+  private free(c: Chunk): void {
+    if (c.pooled) this.owner.pool.giveBack(c.pooled);
+    c.pooled = null;
+    this.owner.budget.give(c.budgeted);
+    c.budgeted = 0;
   }
 
   /** Renders the next chunk of a body kept whole at its place in `whole`. */
@@ -257,7 +306,17 @@ export class Production implements Source {
     this.produced++;
     if (this.produced < this.chunkCount) return;
     if (at + bytes.length !== whole.length) throw new Error(`a body rendered ${at + bytes.length} bytes, measured ${whole.length}`);
-    if (this.keeper?.fits(whole.length)) this.rowsGone = this.keeper.keep(whole, this.writer.rows, this.wholeEnds);
+    if (!this.keeper?.fits(whole.length)) return;
+    const kept = this.keeper.keep(whole, this.writer.rows, this.wholeEnds);
+    if (kept.rows) {
+      this.rowsGone = true;
+      this.owner.budget.give(this.rowsBytes);
+    }
+    // The cache's budget counts the bytes from now on; readers still read them here.
+    if (kept.bytes && this.claimed) {
+      this.owner.unclaim(this.claimed, false);
+      this.claimed = null;
+    }
   }
 
   private evictOldest(): void {
@@ -265,11 +324,11 @@ export class Production implements Source {
     for (const i of this.ring.keys()) oldest = Math.min(oldest, i);
     const c = this.ring.get(oldest)!;
     this.ring.delete(oldest);
-    if (c.holders === 0 && c.pooled) this.owner.pool.giveBack(c.pooled);
+    if (c.holders === 0) this.free(c);
   }
 
   private retireIfUnread(): void {
-    if (this.readers === 0 && this.total >= 0 && this.waiting.length === 0) {
+    if (this.readers === 0 && this.total >= 0 && this.waiting.size === 0) {
       this.retire();
       this.releaseAll();
     }
@@ -283,14 +342,15 @@ export class Production implements Source {
 
   /** No reader is left: the ring's chunks, the rows and the budget go back. */
   private releaseAll(): void {
-    if (this.claimed) this.owner.unclaim(this.claimed);
+    if (this.claimed) this.owner.unclaim(this.claimed, true);
     this.claimed = null;
     this.whole = null;
-    for (const c of this.ring.values()) if (c.holders === 0 && c.pooled) this.owner.pool.giveBack(c.pooled);
+    for (const c of this.ring.values()) if (c.holders === 0) this.free(c);
     this.ring.clear();
     if (!this.rowsGone) {
       this.rowsGone = true;
       this.owner.giveBackRows(this.writer.rows);
+      this.owner.budget.give(this.rowsBytes);
     }
   }
 }
@@ -301,6 +361,7 @@ export class Production implements Source {
  */
 class ProductionReader implements Body {
   private held: Chunk | null = null;
+  private parked = false;
   private closed = false;
   private nextChunk = 0;
   /** Bytes of the production's body before the next chunk. */
@@ -318,6 +379,10 @@ class ProductionReader implements Body {
   piece(): Uint8Array | null {
     if (this.held) this.p.drop(this.held);
     this.held = null;
+    if (this.parked) {
+      this.parked = false;
+      this.p.readerResumed();
+    }
     if (this.cut < 0 || this.offset < this.cut) {
       const c = this.p.take(this.nextChunk);
       if (c) {
@@ -335,11 +400,29 @@ class ProductionReader implements Body {
     return null;
   }
 
+  /**
+   * Gives the chunk being sent back, to be taken again (rendered again if
+   * need be) when the client reads on: the piece asked for next is the one
+   * just handed out. False when nothing is held (the tail is constant).
+   */
+  park(): boolean {
+    if (!this.held || this.closed) return false;
+    this.nextChunk = this.held.index;
+    this.offset -= this.held.bytes.length;
+    this.p.drop(this.held);
+    this.held = null;
+    this.parked = true;
+    this.p.readerParked();
+    return true;
+  }
+
   release(): void {
     if (this.closed) return;
     this.closed = true;
     if (this.held) this.p.drop(this.held);
     this.held = null;
-    this.p.readerClosed();
+    this.p.readerClosed(this.parked);
   }
 }
+
+const NOTHING = (): void => undefined;

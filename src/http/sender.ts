@@ -19,6 +19,12 @@ export interface Body {
    * from a buffer that the next request reuses must be taken over now.
    */
   keep?(): void;
+  /**
+   * The client stopped reading: the piece last handed out is given back, and
+   * handed out again by the next call for the piece after the one before it.
+   * False when there was nothing to give back.
+   */
+  park?(): boolean;
   /** Runs once: nothing of the body is read any more (sent, given up or aborted). */
   release(): void;
 }
@@ -27,7 +33,7 @@ export interface Body {
 export class BytesBody implements Body {
   readonly total: number;
 
-  constructor(private readonly bytes: Uint8Array, private readonly tail: Uint8Array | null = null) {
+  constructor(private readonly bytes: Uint8Array, private readonly tail: Uint8Array | null = null, private onRelease: (() => void) | null = null) {
     this.total = bytes.length + (tail?.length ?? 0);
   }
 
@@ -35,8 +41,12 @@ export class BytesBody implements Body {
     return i === 0 ? this.bytes : i === 1 ? this.tail : null;
   }
 
-  /** Bytes in memory belong to whoever made them (the cache, a compression): nothing to give back. */
-  release(): void {}
+  /** Bytes in memory belong to whoever made them (the cache, a compression), which may want to know when they are read no more. */
+  release(): void {
+    const done = this.onRelease;
+    this.onRelease = null;
+    done?.();
+  }
 }
 
 /** A response whose body the socket could not take at once. */
@@ -49,6 +59,8 @@ class Outgoing {
   progressAtMs = 0;
   /** When it was last written to; a push is for bodies that writable events left alone for a while. */
   wroteAtMs = 0;
+  /** The body gave back the piece being sent while the client did not read. */
+  parked = false;
   /** Waiting in the queue of bodies to write more of. */
   queued = false;
   /** Set for a body whose status and headers are written in its first turn. */
@@ -88,6 +100,8 @@ const MAX_WRITE = 1024 * 1024;
 const INLINE_BYTES = 256 * 1024;
 /** A client that has taken no byte for this long is left to the timeout. */
 const STALL_LIMIT_MS = 60_000;
+/** A client that has taken no byte for this long is parked: its body gives back what it holds until it reads on. */
+const PARK_AFTER_MS = 3000;
 const EMPTY = new Uint8Array(0);
 const TEXT = 'text/plain; charset=utf-8';
 const encoder = new TextEncoder();
@@ -229,6 +243,7 @@ export class Sender {
           o.base += o.current.length;
           at -= o.current.length;
           o.current = next;
+          o.parked = false;
         }
         const [ok, finished] = res.tryEnd(o.current.subarray(at, at + MAX_WRITE), o.body.total);
         if (!ok || finished) return [ok, finished];
@@ -288,8 +303,14 @@ export class Sender {
     if (offset !== o.offset) {
       o.offset = offset;
       o.progressAtMs = nowMs;
+      o.parked = false;
     } else if (nowMs - o.progressAtMs > STALL_LIMIT_MS) {
       return false;
+    } else if (!o.parked && o.head === null && nowMs - o.progressAtMs > PARK_AFTER_MS && o.body.park?.()) {
+      // The piece is asked for again, from the same place, when the client reads on.
+      o.parked = true;
+      o.current = EMPTY;
+      o.index--;
     }
     // Bodies that writable events keep going are left to them.
     if (nowMs - o.wroteAtMs >= PUSH_INTERVAL_MS) this.enqueue(o);
