@@ -57,6 +57,10 @@ export class Metrics {
     counterFrom({ name: 'proxylist_body_compressions_total', help: 'Bodies compressed (each shared likewise)' }, () => bodies.compressions);
     counterFrom({ name: 'proxylist_body_joins_total', help: 'Requests that joined a production or compression under way' }, () => bodies.joins);
     gauge('proxylist_body_productions_in_flight', 'Productions and compressions under way', () => bodies.inFlight);
+    gauge('proxylist_body_budget_bytes', 'Bytes of the budget of bodies in flight (--bodies-mb) taken now', () => bodies.budget.used);
+    gauge('proxylist_body_budget_peak_bytes', 'The most bytes of that budget ever taken at once', () => bodies.budget.peak);
+    counterFrom({ name: 'proxylist_body_budget_refusals_total', help: 'Bodies or chunks not kept, and compressions sent plain, for want of room in the budget' }, () => bodies.budget.refusals);
+    gauge('proxylist_compressions_waiting', 'Compressions waiting for their turn (a few run at once)', () => bodies.slots.waiting);
     gauge('proxylist_requests_held', 'Requests with wait held until their answer changes', () => waiters.count);
     gauge('proxylist_limiter_up', '1 while the usage limiter answers (always, in memory; with Redis, while Redis does)', () => (life.limiter === null || life.limiter.up ? 1 : 0));
     counterFrom({ name: 'proxylist_limiter_fallback_total', help: 'Admissions decided in memory while the Redis limiter was down (--limiter-fallback memory)' }, () => life.limiter?.fallbacks ?? 0);

@@ -2,6 +2,7 @@ import { connect, type Socket } from 'node:net';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
+import { percentile } from '../helpers/hostile-clients.js';
 import { RawConnection } from '../helpers/raw-http.js';
 import { atRate, throttledRead } from '../helpers/slow-read.js';
 import { TEST_KEY, TEST_NOW_S, eventually, type TestServer, serverSuite } from '../helpers/server.js';
@@ -14,7 +15,6 @@ const snapshot = encodeSnapshot(generateRecords({ records: 65_000, seed: 21, now
 const DUMP = `/api?key=${TEST_KEY}&get=json&time=99999`;
 const SMALL = 'type=http&count=100&get=json';
 
-const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
 
 for (const cache of [true, false]) {
   const test = serverSuite(`a slow reader (cache ${cache ? 'on' : 'off'})`, () => ({ snapshot, options: cache ? {} : { cacheBytes: 0 } }));
