@@ -94,7 +94,7 @@ try {
 
   // redis-benchmark: the admission function alone, on random keys.
   const bench = execFileSync('taskset', ['-c', LOAD_CORE, 'redis-benchmark', '-p', String(redisPort), '-q', '-c', '50', '-n', '200000', '-r', '1000000',
-    'FCALL', FUNCTION_NAME, '3', '{pl:__rand_int__}:w', '{pl:__rand_int__}:d', '{pl:__rand_int__}:s', '2', '5000', '34560', '10', '__rand_int__']).toString();
+    'FCALL', FUNCTION_NAME, '3', '{pl:__rand_int__}:w', '{pl:__rand_int__}:d', '{pl:__rand_int__}:n', '2', '5000', '34560', '10', '__rand_int__', '-1']).toString();
   const fcallPerS = Number(/([\d.]+) requests per second/.exec(bench)?.[1] ?? 0);
   await redis.close();
 

@@ -15,6 +15,8 @@ interface Pending {
   deadline: number;
   sentAt: number;
   settled: boolean;
+  /** Told of a reply that came after the caller was told of a timeout. */
+  late: ((reply: RespReply) => void) | null;
 }
 
 export interface RedisConnectionOptions {
@@ -32,7 +34,82 @@ const INCOMPLETE = Symbol('incomplete');
  * of retransmissions.
  */
 const STALLED_MS = 5000;
+/**
+ * A connection given up still reads the replies of the commands it sent for
+ * this long: a Redis that was only frozen runs them when it wakes, and their
+ * callers may need to know (the limiter takes back an admission it answered
+ * 503). Then it is closed.
+ */
+const LINGER_MS = 60_000;
 const CRLF = 0x0d;
+
+/**
+ * One socket to Redis and the commands sent on it, whose replies come back in
+ * the order of the commands: a FIFO queue.
+ */
+class Channel {
+  readonly pending: Pending[] = [];
+  /** Index of the oldest pending command in `pending` (the queue is compacted now and then). */
+  head = 0;
+  input: Buffer = Buffer.alloc(0);
+  /** Given up: it takes no command, and closes once every reply came or LINGER_MS passed. */
+  lingering = false;
+
+  constructor(readonly socket: Socket) {}
+
+  /** Parses what came; false when the stream cannot be read on (the socket is then destroyed). */
+  read(chunk: Buffer): boolean {
+    this.input = this.input.length === 0 ? chunk : Buffer.concat([this.input, chunk]);
+    let pos = 0;
+    for (;;) {
+      let parsed: Parsed;
+      try {
+        parsed = parseReply(this.input, pos);
+      } catch (err) {
+        this.socket.destroy(err as Error);
+        return false;
+      }
+      if (parsed === INCOMPLETE) break;
+      pos = parsed.end;
+      const p = this.pending[this.head++];
+      if (!p) {
+        this.socket.destroy(new Error('a reply from Redis that no command asked for'));
+        return false;
+      }
+      if (!p.settled) {
+        p.settled = true;
+        if (parsed.value instanceof RedisReplyError) p.reject(parsed.value);
+        else p.resolve(parsed.value);
+      } else if (p.late && !(parsed.value instanceof RedisReplyError)) {
+        p.late(parsed.value);
+      }
+    }
+    this.input = pos === this.input.length ? Buffer.alloc(0) : this.input.subarray(pos);
+    if (this.head === this.pending.length) {
+      this.pending.length = 0;
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.pending.length) {
+      this.pending.splice(0, this.head);
+      this.head = 0;
+    }
+    return true;
+  }
+
+  get waiting(): boolean {
+    return this.head < this.pending.length;
+  }
+
+  /** Tells every command still unanswered of `err`. */
+  failPending(err: Error): void {
+    for (let i = this.head; i < this.pending.length; i++) {
+      const p = this.pending[i];
+      if (!p.settled) {
+        p.settled = true;
+        p.reject(err);
+      }
+    }
+  }
+}
 
 /**
  * One connection to Redis, for the few commands the limiter sends. Replies
@@ -46,16 +123,14 @@ const CRLF = 0x0d;
  * when the connection fails or is lost.
  */
 export class RedisConnection extends EventEmitter {
-  private socket: Socket | null = null;
+  private ch: Channel | null = null;
   private ready = false;
   private closed = false;
   private retries = 0;
   private reconnectTimer: NodeJS.Timeout | null = null;
   private timeoutTimer: NodeJS.Timeout | null = null;
-  private readonly pending: Pending[] = [];
-  /** Index of the oldest pending command in `pending` (the queue is compacted now and then). */
-  private head = 0;
-  private input: Buffer = Buffer.alloc(0);
+  /** Connections given up that still read the replies of what they sent. */
+  private readonly lingering = new Set<Channel>();
   /** Commands written since the last flush: they go out together, after the current I/O callbacks. */
   private outbox: string[] = [];
   private flushing: NodeJS.Immediate | null = null;
@@ -83,32 +158,41 @@ export class RedisConnection extends EventEmitter {
   }
 
   connect(): void {
-    if (this.closed || this.socket) return;
+    if (this.closed || this.ch) return;
     const socket = this.tls
       ? tlsConnect({ host: this.host, port: this.port, servername: isIP(this.host) ? undefined : this.host })
       : createConnection({ host: this.host, port: this.port });
     socket.setNoDelay(true);
-    this.socket = socket;
+    const ch = new Channel(socket);
+    this.ch = ch;
     socket.setTimeout(Math.max(1000, this.o.timeoutMs), () => socket.destroy(new Error(`no connection to ${this.host}:${this.port} in time`)));
-    socket.on('data', (chunk: Buffer) => this.read(chunk));
-    socket.on('error', (err) => this.lost(socket, err));
-    socket.on('close', () => this.lost(socket, new Error('connection to Redis closed')));
+    socket.on('data', (chunk: Buffer) => {
+      if (!ch.read(chunk)) return;
+      if (ch.lingering && !ch.waiting) socket.destroy();
+    });
+    socket.on('error', (err) => this.lost(ch, err));
+    socket.on('close', () => this.lost(ch, new Error('connection to Redis closed')));
     socket.once(this.tls ? 'secureConnect' : 'connect', () => {
       socket.setTimeout(0);
       void this.greet();
     });
   }
 
-  /** Sends one command; rejects at once when not connected, and after `timeoutMs` without a reply. */
-  call(args: readonly string[]): Promise<RespReply> {
+  /**
+   * Sends one command; rejects at once when not connected, and after
+   * `timeoutMs` without a reply. A reply that comes after the timeout goes
+   * to `late`, if given, even when the connection was given up meanwhile.
+   */
+  call(args: readonly string[], late: ((reply: RespReply) => void) | null = null): Promise<RespReply> {
     if (!this.ready) return Promise.reject(new Error('Redis is not connected'));
-    return this.send(args);
+    return this.send(args, late);
   }
 
   async close(): Promise<void> {
     this.closed = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    const socket = this.socket;
+    for (const ch of this.lingering) ch.socket.destroy();
+    const socket = this.ch?.socket;
     if (!socket) return;
     await new Promise<void>((resolve) => {
       socket.once('close', () => resolve());
@@ -124,16 +208,16 @@ export class RedisConnection extends EventEmitter {
       this.retries = 0;
       this.emit('ready');
     } catch (err) {
-      this.socket?.destroy(err as Error);
+      this.ch?.socket.destroy(err as Error);
     }
   }
 
-  private send(args: readonly string[]): Promise<RespReply> {
+  private send(args: readonly string[], late: ((reply: RespReply) => void) | null = null): Promise<RespReply> {
     let text = `*${args.length}\r\n`;
     for (const a of args) text += `$${Buffer.byteLength(a)}\r\n${a}\r\n`;
     return new Promise((resolve, reject) => {
       const now = performance.now();
-      this.pending.push({ resolve, reject, sentAt: now, deadline: now + this.o.timeoutMs, settled: false });
+      this.ch!.pending.push({ resolve, reject, sentAt: now, deadline: now + this.o.timeoutMs, settled: false, late });
       this.outbox.push(text);
       if (!this.flushing) this.flushing = setImmediate(() => this.flush());
       if (!this.timeoutTimer) this.armTimeout();
@@ -144,84 +228,57 @@ export class RedisConnection extends EventEmitter {
     this.flushing = null;
     const text = this.outbox.length === 1 ? this.outbox[0] : this.outbox.join('');
     this.outbox = [];
-    this.socket?.write(text);
+    this.ch?.socket.write(text);
   }
 
   /** One timer at a time, for the oldest command still waiting to be told. */
   private armTimeout(): void {
-    let i = this.head;
-    while (i < this.pending.length && this.pending[i].settled) i++;
-    if (i === this.pending.length) return;
+    const ch = this.ch;
+    if (!ch) return;
+    let i = ch.head;
+    while (i < ch.pending.length && ch.pending[i].settled) i++;
+    if (i === ch.pending.length) return;
     this.timeoutTimer = setTimeout(() => {
       this.timeoutTimer = null;
+      if (this.ch !== ch) return;
       const now = performance.now();
-      for (let j = this.head; j < this.pending.length && this.pending[j].deadline <= now; j++) {
-        const p = this.pending[j];
+      for (let j = ch.head; j < ch.pending.length && ch.pending[j].deadline <= now; j++) {
+        const p = ch.pending[j];
         if (!p.settled) {
           p.settled = true;
           p.reject(new Error(`Redis did not answer within ${this.o.timeoutMs} ms`));
         }
       }
-      const oldest = this.pending[this.head];
+      const oldest = ch.pending[ch.head];
       if (oldest && now - oldest.sentAt >= Math.max(STALLED_MS, this.o.timeoutMs)) {
-        this.socket?.destroy(new Error(`Redis has not answered for ${Math.round((now - oldest.sentAt) / 1000)} s`));
+        this.giveUp(ch, new Error(`Redis has not answered for ${Math.round((now - oldest.sentAt) / 1000)} s`));
         return;
       }
       this.armTimeout();
-    }, Math.max(0, this.pending[i].deadline - performance.now()) + 1);
+    }, Math.max(0, ch.pending[i].deadline - performance.now()) + 1);
     this.timeoutTimer.unref();
   }
 
-  private read(chunk: Buffer): void {
-    this.input = this.input.length === 0 ? chunk : Buffer.concat([this.input, chunk]);
-    let pos = 0;
-    for (;;) {
-      let parsed: Parsed;
-      try {
-        parsed = parseReply(this.input, pos);
-      } catch (err) {
-        this.socket?.destroy(err as Error);
-        return;
-      }
-      if (parsed === INCOMPLETE) break;
-      pos = parsed.end;
-      const p = this.pending[this.head++];
-      if (!p) {
-        this.socket?.destroy(new Error('a reply from Redis that no command asked for'));
-        return;
-      }
-      if (!p.settled) {
-        p.settled = true;
-        if (parsed.value instanceof RedisReplyError) p.reject(parsed.value);
-        else p.resolve(parsed.value);
-      }
-    }
-    this.input = pos === this.input.length ? Buffer.alloc(0) : this.input.subarray(pos);
-    if (this.head === this.pending.length) {
-      this.pending.length = 0;
-      this.head = 0;
-    } else if (this.head > 1024 && this.head * 2 > this.pending.length) {
-      this.pending.splice(0, this.head);
-      this.head = 0;
-    }
+  /** A connection whose Redis stopped answering: a new one is made, and this one lingers for the replies it may still get. */
+  private giveUp(ch: Channel, err: Error): void {
+    ch.lingering = true;
+    this.lingering.add(ch);
+    const linger = setTimeout(() => ch.socket.destroy(), LINGER_MS);
+    linger.unref();
+    ch.socket.once('close', () => {
+      clearTimeout(linger);
+      this.lingering.delete(ch);
+    });
+    this.lost(ch, err);
   }
 
-  private lost(socket: Socket, err: Error): void {
-    if (this.socket !== socket) return;
-    this.socket = null;
+  private lost(ch: Channel, err: Error): void {
+    if (this.ch !== ch) return;
+    this.ch = null;
     this.ready = false;
-    this.input = Buffer.alloc(0);
     this.outbox = [];
-    socket.destroy();
-    for (let i = this.head; i < this.pending.length; i++) {
-      const p = this.pending[i];
-      if (!p.settled) {
-        p.settled = true;
-        p.reject(err);
-      }
-    }
-    this.pending.length = 0;
-    this.head = 0;
+    ch.failPending(err);
+    if (!ch.lingering) ch.socket.destroy();
     if (this.timeoutTimer) clearTimeout(this.timeoutTimer);
     this.timeoutTimer = null;
     if (this.closed) return;

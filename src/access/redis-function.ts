@@ -1,27 +1,45 @@
 /**
- * The Redis Function that admits one request (README, Several instances), loaded with
- * FUNCTION LOAD REPLACE. One FCALL reads the time on the Redis server,
- * checks the subnet, frequency and daily limits in the order of the README's Errors,
- * and changes the state only when all three pass.
+ * The Redis Functions of the limiter (README, Several instances), loaded
+ * with FUNCTION LOAD REPLACE.
+ *
+ * `admit`: one FCALL reads the time on the Redis server, checks the subnet,
+ * frequency and daily limits in the order of the README's Errors, and
+ * changes the state only when all three pass, and only before the
+ * instance's deadline: a command that Redis runs after the instance gave up
+ * waiting for it (and answered 503) must not count.
  *
  * Keys (one hash tag per access key, so that a Redis Cluster keeps them in
  * one slot):
  *   KEYS[1]  the accepted requests' times in ms, newest first, at most per_window (a list)
  *   KEYS[2]  the service day and its count (a hash: d, n)
- *   KEYS[3]  the subnets seen that day (a set)
- * Arguments: per_window, window_ms, daily, subnets (-1 for no limit), the client's subnet.
- * Reply: {verdict, retry_ms, used, newest_age_ms, count, ms_to_midnight}
- *   verdict 0 accepted, 1 subnet, 2 frequency, 3 daily; used = accepted in
- *   the window and count = today's, both after an acceptance; newest_age_ms
- *   -1 when the window is empty.
+ *   KEYS[3]  the subnets seen that day, each with its accepted requests (a hash)
+ * Arguments: per_window, window_ms, daily, subnets (-1 for no limit), the
+ *   client's subnet, and the deadline in ms of Redis's clock (-1 for none).
+ * Reply: {verdict, retry_ms, used, newest_age_ms, count, ms_to_midnight, now_ms}
+ *   verdict 0 accepted, 1 subnet, 2 frequency, 3 daily, 4 past the
+ *   deadline (nothing changed); used = accepted in the window and count =
+ *   today's, both after an acceptance; newest_age_ms -1 when the window is
+ *   empty; now_ms the time it was decided at, which is also the time an
+ *   accepted request is recorded with.
+ *
+ * `undo`: takes back an accepted request whose answer reached the instance
+ * too late (after a 503 was sent): its time in the window, its count in the
+ * day, and its count in the subnet (the subnet goes once none is left).
+ * Arguments: now_ms of the acceptance, the subnet ('' when not counted).
+ *
  * Every key expires by itself: the window after its length, the day's after
  * the day.
  */
-export const FUNCTION_NAME = 'proxylist_admit_v1';
+export const FUNCTION_NAME = 'proxylist_admit_v2';
+export const UNDO_FUNCTION_NAME = 'proxylist_undo_v2';
 
-export const LIBRARY = `#!lua name=proxylist_v1
+export const LIBRARY = `#!lua name=proxylist_v2
 local DAY_MS = 86400000
 local OFFSET_MS = 7200000
+
+local function day_of(ms)
+  return math.floor((ms + OFFSET_MS) / DAY_MS)
+end
 
 local function admit(keys, args)
   local t = redis.call('TIME')
@@ -31,7 +49,9 @@ local function admit(keys, args)
   local daily = tonumber(args[3])
   local subnets = tonumber(args[4])
   local subnet = args[5]
-  local day = math.floor((now + OFFSET_MS) / DAY_MS)
+  local deadline = tonumber(args[6])
+  if deadline >= 0 and now > deadline then return {4, 0, 0, -1, 0, 0, now} end
+  local day = day_of(now)
   local to_midnight = (day + 1) * DAY_MS - OFFSET_MS - now
 
   local state = redis.call('HMGET', keys[2], 'd', 'n')
@@ -43,12 +63,12 @@ local function admit(keys, args)
   if subnets >= 0 then
     local seen = 0
     if same_day then
-      new_subnet = redis.call('SISMEMBER', keys[3], subnet) == 0
-      if new_subnet then seen = redis.call('SCARD', keys[3]) end
+      new_subnet = redis.call('HEXISTS', keys[3], subnet) == 0
+      if new_subnet then seen = redis.call('HLEN', keys[3]) end
     else
       new_subnet = true
     end
-    if new_subnet and seen >= subnets then return {1, to_midnight, 0, -1, count, to_midnight} end
+    if new_subnet and seen >= subnets then return {1, to_midnight, 0, -1, count, to_midnight, now} end
   end
 
   local used = 0
@@ -63,11 +83,11 @@ local function admit(keys, args)
     end
     if #stamps >= per_window then
       local oldest_age = now - tonumber(stamps[per_window])
-      if oldest_age < window_ms then return {2, window_ms - oldest_age, used, newest_age, count, to_midnight} end
+      if oldest_age < window_ms then return {2, window_ms - oldest_age, used, newest_age, count, to_midnight, now} end
     end
   end
 
-  if daily >= 0 and count >= daily then return {3, to_midnight, used, newest_age, count, to_midnight} end
+  if daily >= 0 and count >= daily then return {3, to_midnight, used, newest_age, count, to_midnight, now} end
 
   -- The day's hash gets its expiry when the day begins; a count only grows within the day.
   if same_day then
@@ -86,18 +106,28 @@ local function admit(keys, args)
     used = used + 1
     newest_age = 0
   end
-  if new_subnet then
-    redis.call('SADD', keys[3], subnet)
-    redis.call('PEXPIRE', keys[3], to_midnight + 60000)
+  if subnets >= 0 then
+    redis.call('HINCRBY', keys[3], subnet, 1)
+    if new_subnet then redis.call('PEXPIRE', keys[3], to_midnight + 60000) end
   end
-  return {0, 0, used, newest_age, count, to_midnight}
+  return {0, 0, used, newest_age, count, to_midnight, now}
+end
+
+local function undo(keys, args)
+  local stamp = args[1]
+  local subnet = args[2]
+  redis.call('LREM', keys[1], 1, stamp)
+  if tonumber(redis.call('HGET', keys[2], 'd')) ~= day_of(tonumber(stamp)) then return 0 end
+  redis.call('HINCRBY', keys[2], 'n', -1)
+  if subnet ~= '' and redis.call('HINCRBY', keys[3], subnet, -1) <= 0 then redis.call('HDEL', keys[3], subnet) end
+  return 1
 end
 
 redis.register_function('${FUNCTION_NAME}', admit)
+redis.register_function('${UNDO_FUNCTION_NAME}', undo)
 `;
 
-/** The keys of one access key (its hex SHA-256 id): one hash tag, so one Redis Cluster slot. */
 export const keysOf = (id: string): string[] => {
   const tag = `{pl:${id.slice(0, 32)}}`;
-  return [`${tag}:w`, `${tag}:d`, `${tag}:s`];
+  return [`${tag}:w`, `${tag}:d`, `${tag}:n`];
 };

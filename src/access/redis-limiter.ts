@@ -2,17 +2,20 @@ import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import type { KeyEntry } from './keys.js';
 import { UNAVAILABLE, refusal, type Allowance, type LimitReason, type Limiter, type MemoryLimiter, type Verdict } from './limiter.js';
-import { RedisConnection } from './redis-connection.js';
-import { FUNCTION_NAME, LIBRARY, keysOf } from './redis-function.js';
+import { RedisConnection, type RespReply } from './redis-connection.js';
+import { FUNCTION_NAME, LIBRARY, UNDO_FUNCTION_NAME, keysOf } from './redis-function.js';
 
 export const DEFAULT_LIMITER_TIMEOUT_MS = 100;
 /** How often a Redis that stopped answering in time is asked again. */
 const PROBE_MS = 500;
 /** Remembered refusals are swept this often. */
 const SWEEP_MS = 60_000;
+/** A reading of Redis's clock stands this long before a looser one may replace it. */
+const CLOCK_READING_MS = 10_000;
 const OK: Verdict = { ok: true };
+const PAST_DEADLINE = 4;
 
-type Reply = [verdict: number, retryMs: number, used: number, newestAgeMs: number, count: number, msToMidnight: number];
+type Reply = [verdict: number, retryMs: number, used: number, newestAgeMs: number, count: number, msToMidnight: number, nowMs: number];
 
 interface Remembered {
   /** Monotonic ms until which the refusal stands. */
@@ -45,6 +48,8 @@ export class RedisLimiter implements Limiter {
   up = false;
   /** Admissions decided by the fallback while Redis was down. */
   fallbacks = 0;
+  /** Accepted requests taken back because their answer came after the 503. */
+  undone = 0;
   lastError: string | null = null;
   private readonly client: RedisConnection;
   private readonly refused = new Map<string, Remembered>();
@@ -53,6 +58,13 @@ export class RedisLimiter implements Limiter {
   private readonly sweeper: NodeJS.Timeout;
   private prober: NodeJS.Timeout | null = null;
   private closed = false;
+  /**
+   * Redis's clock (ms) less this instance's monotonic clock, at most: read
+   * from each reply's time against when the reply came, so the deadline it
+   * gives admissions is never later than the instance's own timeout.
+   */
+  private clockOffset: number | null = null;
+  private clockReadAt = 0;
 
   constructor(private readonly o: RedisLimiterOptions) {
     this.client = new RedisConnection({ url: o.url, timeoutMs: o.timeoutMs });
@@ -83,9 +95,17 @@ export class RedisLimiter implements Limiter {
       this.refused.delete(id);
     }
     if (!this.up) return this.unavailable(key, subnet, nowMs, monoMs);
-    const args = [perWindow ?? -1, (windowS ?? 0) * 1000, daily ?? -1, subnets ?? -1, subnet].map(String);
-    return this.call(key, args).then(
-      (reply) => this.verdictOf(key, id, subnet, reply, this.o.clock.monotonicMs()),
+    // Past the deadline Redis counts nothing: by then this instance has answered 503, at no cost to the client.
+    const deadline = this.clockOffset === null ? -1 : Math.floor(this.o.clock.monotonicMs() + this.clockOffset + this.o.timeoutMs);
+    const args = [perWindow ?? -1, (windowS ?? 0) * 1000, daily ?? -1, subnets ?? -1, subnet, deadline].map(String);
+    const late = (reply: RespReply) => this.undoIfAccepted(key, subnets === null ? '' : String(subnet), reply as Reply);
+    return this.call(key, args, late).then(
+      (reply) => {
+        const monoNow = this.o.clock.monotonicMs();
+        this.readClock(reply[6], monoNow);
+        if (reply[0] === PAST_DEADLINE) return this.unavailable(key, subnet, nowMs, monoMs);
+        return this.verdictOf(key, id, subnet, reply, monoNow);
+      },
       (err: Error) => {
         this.down(err.message);
         return this.unavailable(key, subnet, nowMs, monoMs);
@@ -98,11 +118,11 @@ export class RedisLimiter implements Limiter {
   }
 
   /** One FCALL; the function is loaded again when Redis no longer has it (a restart without persistence, a flush). */
-  private async call(key: KeyEntry, args: string[]): Promise<Reply> {
+  private async call(key: KeyEntry, args: string[], late: (reply: RespReply) => void): Promise<Reply> {
     let head = this.fcallHeads.get(key);
     if (!head) this.fcallHeads.set(key, (head = ['FCALL', FUNCTION_NAME, '3', ...keysOf(key.id)]));
     const command = [...head, ...args];
-    const run = () => this.client.call(command) as Promise<Reply>;
+    const run = () => this.client.call(command, late) as Promise<Reply>;
     try {
       return await run();
     } catch (err) {
@@ -126,6 +146,24 @@ export class RedisLimiter implements Limiter {
     return { ...refusal(reason, retryMs), allowance };
   }
 
+  /** A reading of Redis's clock `redisMs`, whose reply came at `monoMs`: the tightest bound wins, and a fresh one after a while. */
+  private readClock(redisMs: number, monoMs: number): void {
+    const offset = redisMs - monoMs;
+    if (this.clockOffset === null || offset > this.clockOffset || monoMs - this.clockReadAt > CLOCK_READING_MS) {
+      this.clockOffset = offset;
+      this.clockReadAt = monoMs;
+    }
+  }
+
+  /** A reply that came after the 503: if Redis accepted the request all the same, it is taken back. */
+  private undoIfAccepted(key: KeyEntry, subnet: string, reply: Reply): void {
+    if (!Array.isArray(reply) || reply[0] !== 0) return;
+    this.undone++;
+    this.client.call(['FCALL', UNDO_FUNCTION_NAME, '3', ...keysOf(key.id), String(reply[6]), subnet]).catch((err: Error) => {
+      this.o.log.warn({ event: 'limiter_undo_failed', key: key.label, reason: err.message }, 'a request answered 503 could not be taken back in Redis');
+    });
+  }
+
   private unavailable(key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict {
     if (!this.o.fallback) return UNAVAILABLE;
     this.fallbacks++;
@@ -140,6 +178,8 @@ export class RedisLimiter implements Limiter {
   private async ready(): Promise<void> {
     try {
       await this.load();
+      const [s, us] = (await this.client.call(['TIME'])) as [string, string];
+      this.readClock(Number(s) * 1000 + Math.floor(Number(us) / 1000), this.o.clock.monotonicMs());
       this.markUp();
     } catch (err) {
       this.down((err as Error).message);

@@ -63,6 +63,7 @@ export class Metrics {
     gauge('proxylist_compressions_waiting', 'Compressions waiting for their turn (a few run at once)', () => bodies.slots.waiting);
     gauge('proxylist_requests_held', 'Requests with wait held until their answer changes', () => waiters.count);
     gauge('proxylist_limiter_up', '1 while the usage limiter answers (always, in memory; with Redis, while Redis does)', () => (life.limiter === null || life.limiter.up ? 1 : 0));
+    counterFrom({ name: 'proxylist_limiter_undone_total', help: 'Requests Redis accepted after this instance had answered them 503, taken back' }, () => life.limiter?.undone ?? 0);
     counterFrom({ name: 'proxylist_limiter_fallback_total', help: 'Admissions decided in memory while the Redis limiter was down (--limiter-fallback memory)' }, () => life.limiter?.fallbacks ?? 0);
     gauge('proxylist_draining', '1 from SIGTERM until the instance stops', () => (life.draining ? 1 : 0));
     gauge('proxylist_keys_loaded', 'Keys in force', () => keys.table.entries.size);
