@@ -21,7 +21,7 @@ import { loadUws, type TemplatedApp, type us_listen_socket } from './http/uws.js
 import { Tagger } from './query/etag.js';
 import { QueryMemo } from './query/query-memo.js';
 import { QueryScratch } from './query/scratch.js';
-import { SnapshotOrigin } from './snapshot/origin.js';
+import { DEFAULT_SNAPSHOT_MAX_MB, SnapshotOrigin } from './snapshot/origin.js';
 import { SnapshotFeed } from './snapshot/snapshot-feed.js';
 
 export interface ServeOptions {
@@ -47,6 +47,10 @@ export interface ServeOptions {
   limiterFallback?: 'deny' | 'memory';
   /** Seconds between conditional GETs of an http(s) snapshot. */
   snapshotPollS?: number;
+  /** The largest snapshot downloaded from an http(s) origin. */
+  snapshotMaxBytes?: number;
+  /** Options given on the command line with credentials or tokens in them (to be warned of). */
+  secretFlags?: string[];
   /** Seconds requests are still served after SIGTERM, while /health says draining. */
   drainS?: number;
   clock?: Clock;
@@ -98,7 +102,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   // A snapshot at an http(s) origin is downloaded into a folder of its own and followed there like a local file.
   const originDir = /^https?:\/\//i.test(o.snapshot) ? mkdtempSync(join(tmpdir(), 'proxylist-origin-')) : null;
   const snapshotPath = originDir ? join(originDir, 'snapshot.msgpack') : o.snapshot;
-  const origin = originDir ? new SnapshotOrigin(o.snapshot, snapshotPath, o.snapshotPollS ?? DEFAULT_SNAPSHOT_POLL_S, log) : null;
+  const origin = originDir ? new SnapshotOrigin(o.snapshot, snapshotPath, o.snapshotPollS ?? DEFAULT_SNAPSHOT_POLL_S, o.snapshotMaxBytes ?? DEFAULT_SNAPSHOT_MAX_MB * 1024 * 1024, log) : null;
   const feed = new SnapshotFeed(snapshotPath, clock, log, o.follow);
   const keys = new KeysFeed(o.keys, log, o.follow);
   const cache = new ResponseCache(o.cacheBytes ?? DEFAULT_CACHE_BYTES);
@@ -150,12 +154,15 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     throw err;
   }
   const port = uws.us_socket_local_port(token as never);
+  for (const flag of o.secretFlags ?? []) {
+    log.warn({ event: 'secret_on_command_line', option: flag }, `--${flag} carries a password or token on the command line, where ps shows it to every user: set ${flag === 'limiter' ? 'PROXYLIST_LIMITER' : 'PROXYLIST_SNAPSHOT'} instead`);
+  }
   redis?.start();
   await keys.start();
   const firstLoad = feed.start();
   origin?.start();
   log.info(
-    { event: 'listening', host: o.host, port, snapshot: feed.path, keys: o.keys, state: o.state ?? null, trust_proxy: o.trustProxy ?? [], cache_bytes: o.cacheBytes ?? DEFAULT_CACHE_BYTES, bodies_bytes: o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES },
+    { event: 'listening', host: o.host, port, snapshot: origin ? origin.url : feed.path, keys: o.keys, state: o.state ?? null, trust_proxy: o.trustProxy ?? [], cache_bytes: o.cacheBytes ?? DEFAULT_CACHE_BYTES, bodies_bytes: o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES },
     `listening on ${o.host}:${port}`,
   );
 

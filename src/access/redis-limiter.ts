@@ -1,5 +1,6 @@
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
+import { maskUrl } from '../core/secret-url.js';
 import type { KeyEntry } from './keys.js';
 import { UNAVAILABLE, refusal, type Allowance, type LimitReason, type Limiter, type MemoryLimiter, type Verdict } from './limiter.js';
 import { RedisConnection, type RespReply } from './redis-connection.js';
@@ -192,7 +193,7 @@ export class RedisLimiter implements Limiter {
     this.lastError = null;
     if (this.prober) clearInterval(this.prober);
     this.prober = null;
-    this.o.log.info({ event: 'limiter_up', url: redacted(this.o.url) }, 'Redis limiter is up');
+    this.o.log.info({ event: 'limiter_up', url: maskUrl(this.o.url) }, 'Redis limiter is up');
   }
 
   /** Redis did not answer in time, or the connection broke: answer without it until it is back. */
@@ -200,7 +201,7 @@ export class RedisLimiter implements Limiter {
     this.lastError = reason;
     if (!this.up || this.closed) return;
     this.up = false;
-    this.o.log.warn({ event: 'limiter_down', url: redacted(this.o.url), reason }, this.o.fallback ? 'Redis limiter is down; limits are enforced by this instance alone' : 'Redis limiter is down; limited keys get 503');
+    this.o.log.warn({ event: 'limiter_down', url: maskUrl(this.o.url), reason }, this.o.fallback ? 'Redis limiter is down; limits are enforced by this instance alone' : 'Redis limiter is down; limited keys get 503');
     // A broken connection comes back through 'ready'; a Redis that only stopped answering in time, through the probe.
     this.prober = setInterval(() => {
       if (!this.client.isReady) return;
@@ -210,16 +211,5 @@ export class RedisLimiter implements Limiter {
 
   private sweep(monoMs: number): void {
     for (const [id, r] of this.refused) if (r.untilMs <= monoMs) this.refused.delete(id);
-  }
-}
-
-/** The URL without its password, for the log. */
-function redacted(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'redis://?';
   }
 }

@@ -1,4 +1,6 @@
 import { CodedError } from '../core/errors.js';
+import { maskUrl } from '../core/secret-url.js';
+import { DEFAULT_SNAPSHOT_MAX_MB } from '../snapshot/origin.js';
 import { LOG_LEVELS } from '../core/log.js';
 import { DEFAULT_LIMITER_TIMEOUT_MS } from '../access/redis-limiter.js';
 import { integerOption } from './args.js';
@@ -51,9 +53,9 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { name: 'cache-mb', value: 'N', shown: String(DEFAULT_CACHE_BYTES / MB), help: 'response cache size in MB; 0 turns it off', apply: (o, raw) => (o.cacheBytes = integerOption('cache-mb', raw, DEFAULT_CACHE_BYTES / MB, 0, 65536) * MB) },
   { name: 'bodies-mb', value: 'N', shown: String(DEFAULT_WHOLE_BODIES_BYTES / MB), help: 'memory in MB for large bodies kept whole while read; past it, a ring of chunks', apply: (o, raw) => (o.wholeBodiesBytes = integerOption('bodies-mb', raw, DEFAULT_WHOLE_BODIES_BYTES / MB, 0, 65536) * MB) },
   {
-    name: 'limiter', value: 'memory|URL', shown: 'memory', help: 'the usage limiter: in memory, or redis://[user:password@]host:port[/db] shared by instances (rediss:// for TLS)',
+    name: 'limiter', value: 'memory|URL', shown: 'memory', help: 'the usage limiter: in memory, or redis://[user:password@]host:port[/db] shared by instances (rediss:// for TLS); a password belongs in the environment, not on the command line',
     apply: (o, raw) => {
-      if (raw !== undefined && raw !== 'memory' && !/^rediss?:\/\/./.test(raw)) throw new CodedError('E_USAGE', `--limiter must be memory or a redis:// URL, not "${raw}"`);
+      if (raw !== undefined && raw !== 'memory' && !/^rediss?:\/\/./.test(raw)) throw new CodedError('E_USAGE', `--limiter must be memory or a redis:// URL, not "${maskUrl(raw)}"`);
       o.limiter = raw ?? 'memory';
     },
   },
@@ -65,6 +67,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
       o.limiterFallback = raw === 'memory' ? 'memory' : 'deny';
     },
   },
+  { name: 'snapshot-max-mb', value: 'N', shown: String(DEFAULT_SNAPSHOT_MAX_MB), help: 'the largest snapshot downloaded from an http(s) origin; a larger one is cut off and the one in force stays', apply: (o, raw) => (o.snapshotMaxBytes = integerOption('snapshot-max-mb', raw, DEFAULT_SNAPSHOT_MAX_MB, 1, 65536) * MB) },
   { name: 'snapshot-poll-s', value: 'N', shown: String(DEFAULT_SNAPSHOT_POLL_S), help: 'seconds between conditional GETs of an http(s) snapshot', apply: (o, raw) => (o.snapshotPollS = integerOption('snapshot-poll-s', raw, DEFAULT_SNAPSHOT_POLL_S, 1, 3600)) },
   { name: 'drain-s', value: 'N', shown: String(DEFAULT_DRAIN_S), help: 'seconds requests are still served after SIGTERM, while /health answers 503 draining', apply: (o, raw) => (o.drainS = integerOption('drain-s', raw, DEFAULT_DRAIN_S, 0, 3600)) },
 ];
@@ -98,6 +101,8 @@ export function readServeOptions(values: Record<string, string | boolean | undef
   if (!o.snapshot) throw new CodedError('E_USAGE', `missing --snapshot FILE|URL (or ${envName('snapshot')})`);
   if (!o.keys) throw new CodedError('E_USAGE', `missing --keys FILE (or ${envName('keys')})`);
   if (o.state && o.limiter !== 'memory') throw new CodedError('E_USAGE', '--state cannot be used with --limiter redis://...: Redis keeps the usage');
+  // A password on the command line is shown by ps to every user of the host: the environment is the place for it.
+  o.secretFlags = ['snapshot', 'limiter'].filter((name) => typeof values[name] === 'string' && maskUrl(values[name] as string) !== values[name]);
   return o;
 }
 

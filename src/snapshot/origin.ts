@@ -1,13 +1,16 @@
 import { createWriteStream } from 'node:fs';
 import { rename, rm, stat } from 'node:fs/promises';
-import { Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { Logger } from '../core/log.js';
 import { messageOf } from '../core/errors.js';
+import { maskUrl, splitCredentials } from '../core/secret-url.js';
 
 /** A download that takes longer than this is given up (and tried again at the next poll). */
 const DOWNLOAD_TIMEOUT_MS = 120_000;
+export const DEFAULT_SNAPSHOT_MAX_MB = 1024;
+const MB = 1024 * 1024;
 
 /**
  * One snapshot for every instance (README, Several instances): an http(s) origin polled
@@ -15,10 +18,16 @@ const DOWNLOAD_TIMEOUT_MS = 120_000;
  * to a temporary file beside `localPath` and renamed over it, so it loads
  * exactly as a local file does (watched, built in a worker, swapped). A
  * download that fails, is cut short, or answers anything but 200 or 304,
- * leaves the file, and so the snapshot served, as they were.
+ * leaves the file, and so the snapshot served, as they were; so does a
+ * file larger than `maxBytes`, cut off as soon as it is known to be.
+ *
+ * Credentials in the URL are sent as an Authorization header, and the URL is
+ * shown (logs, /health, errors) with them and its query values masked.
  */
 export class SnapshotOrigin {
   lastError: string | null = null;
+  /** The URL as it may be shown. */
+  readonly url: string;
   /** Polls answered 304, and files downloaded. */
   notModified = 0;
   downloads = 0;
@@ -28,7 +37,12 @@ export class SnapshotOrigin {
   private running: Promise<void> | null = null;
   private closed = false;
 
-  constructor(readonly url: string, private readonly localPath: string, private readonly pollS: number, private readonly log: Logger) {}
+  private readonly target: { url: string; authorization: string | null };
+
+  constructor(url: string, private readonly localPath: string, private readonly pollS: number, private readonly maxBytes: number, private readonly log: Logger) {
+    this.url = maskUrl(url);
+    this.target = splitCredentials(url);
+  }
 
   /** Polls now, then every `pollS` seconds; the event loop never waits on it. */
   start(): void {
@@ -52,9 +66,10 @@ export class SnapshotOrigin {
     const temp = `${this.localPath}.download`;
     try {
       const headers: Record<string, string> = {};
+      if (this.target.authorization) headers.authorization = this.target.authorization;
       if (this.etag) headers['if-none-match'] = this.etag;
       if (this.lastModified) headers['if-modified-since'] = this.lastModified;
-      const res = await fetch(this.url, { headers, signal: AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS) });
+      const res = await fetch(this.target.url, { headers, signal: AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS) });
       if (res.status === 304) {
         await res.body?.cancel();
         this.notModified++;
@@ -64,8 +79,19 @@ export class SnapshotOrigin {
         await res.body?.cancel();
         throw new Error(`the origin answered ${res.status}`);
       }
-      await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), createWriteStream(temp));
       const expected = res.headers.get('content-length');
+      if (expected !== null && Number(expected) > this.maxBytes) {
+        await res.body.cancel();
+        throw new Error(this.tooLarge(`${Number(expected)} bytes announced`));
+      }
+      let received = 0;
+      const cap = new Transform({
+        transform: (chunk: Buffer, _encoding, done) => {
+          received += chunk.length;
+          done(received > this.maxBytes ? new Error(this.tooLarge(`cut off after ${received} bytes`)) : null, chunk);
+        },
+      });
+      await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), cap, createWriteStream(temp));
       const got = (await stat(temp)).size;
       if (expected !== null && Number(expected) !== got) throw new Error(`the download was cut short: ${got} of ${expected} bytes`);
       await rename(temp, this.localPath);
@@ -78,9 +104,18 @@ export class SnapshotOrigin {
     } catch (err) {
       await rm(temp, { force: true });
       const cause = (err as { cause?: unknown }).cause;
-      const reason = `snapshot origin ${this.url}: ${messageOf(err)}${cause ? ` (${messageOf(cause)})` : ''}`;
+      const reason = maskSecrets(`snapshot origin ${this.url}: ${messageOf(err)}${cause ? ` (${messageOf(cause)})` : ''}`, this.target.url);
       if (reason !== this.lastError) this.log.warn({ event: 'origin_failed', url: this.url, reason }, 'snapshot download failed; still serving the current snapshot');
       this.lastError = reason;
     }
   }
+
+  private tooLarge(what: string): string {
+    return `the snapshot is larger than --snapshot-max-mb ${Math.round(this.maxBytes / MB)} (${what})`;
+  }
+}
+
+/** An error's text without the fetched URL's query values, should it quote the URL. */
+function maskSecrets(text: string, url: string): string {
+  return text.split(url).join(maskUrl(url));
 }

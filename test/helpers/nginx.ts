@@ -8,16 +8,19 @@ import { eventually } from './server.js';
  * A real nginx (Debian's nginx-light) serving a folder as a static origin on
  * a free loopback port, in the foreground, with its own prefix. Creating the
  * file `fail` in the folder makes it answer 500; `slow` makes it send 20 KB/s.
+ * With `basicAuth`, every file needs that user and password.
  */
 export class StaticOrigin extends GroupServer {
   readonly root: string;
 
-  private constructor(readonly port: number) {
+  private constructor(readonly port: number, basicAuth: { user: string; password: string } | null) {
     // SIGQUIT: nginx's graceful stop.
     super('SIGQUIT');
     this.root = join(this.dir, 'www');
     mkdirSync(this.root);
     mkdirSync(join(this.dir, 'logs'));
+    const users = join(this.dir, 'users');
+    if (basicAuth) writeFileSync(users, `${basicAuth.user}:{PLAIN}${basicAuth.password}\n`);
     writeFileSync(join(this.dir, 'nginx.conf'), `
 daemon off;
 ${process.getuid?.() === 0 ? 'user root;' : '# not root: workers run as this user'}
@@ -35,6 +38,7 @@ http {
   server {
     listen 127.0.0.1:${port};
     root ${this.root};
+    ${basicAuth ? `auth_basic "origin"; auth_basic_user_file ${users};` : ''}
     location / {
       if (-f ${this.root}/fail) { return 500; }
       if (-f ${this.root}/slow) { set $limit_rate 20k; }
@@ -44,10 +48,10 @@ http {
 `);
   }
 
-  static async start(): Promise<StaticOrigin> {
+  static async start(basicAuth: { user: string; password: string } | null = null): Promise<StaticOrigin> {
     needCommand('nginx', 'nginx-light');
     const [port] = await freePorts(1);
-    const o = new StaticOrigin(port);
+    const o = new StaticOrigin(port, basicAuth);
     await o.run();
     return o;
   }
