@@ -4,6 +4,8 @@ import { RECORD_FIELDS } from '../core/vocabulary.js';
 export const SNAPSHOT_FORMAT = 'proxylist.snapshot';
 export const SNAPSHOT_VERSION = 1;
 export const MAX_SERVICES = 32;
+/** The longest string a record may hold (a city name), in UTF-8 bytes: a longer one skips the record. */
+export const MAX_STRING_BYTES = 256;
 
 /** A record as the checker writes it (after decoding, before validation). */
 export interface SnapshotRecord {

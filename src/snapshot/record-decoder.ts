@@ -1,5 +1,6 @@
 import { FIELD_TABLE, parseIPv4Bytes } from '../core/vocabulary.js';
 import { skipValue, Truncated } from './msgpack-walk.js';
+import { MAX_STRING_BYTES } from './format.js';
 
 /**
  * Reads one snapshot record straight from its MessagePack bytes into plain
@@ -280,6 +281,12 @@ export class RecordDecoder {
       if (len < 0) {
         if (state === OK) this.cityProblem = lang === 0 ? 'city.ru is not a string' : 'city.en is not a string';
         state = BAD;
+        continue;
+      }
+      if (len > MAX_STRING_BYTES) {
+        if (state === OK) this.cityProblem = `city.${lang === 0 ? 'ru' : 'en'} is longer than ${MAX_STRING_BYTES} bytes`;
+        state = BAD;
+        this.p += len;
         continue;
       }
       if (lang === 0) { this.ruStart = this.p; this.ruEnd = this.p + len; }

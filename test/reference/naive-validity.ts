@@ -24,7 +24,9 @@ export function recordProblem(r: unknown, services: readonly string[]): string |
   if (!isAbsent(r.city)) {
     if (!isMap(r.city)) return 'city is not a map';
     if (!isAbsent(r.city.ru) && typeof r.city.ru !== 'string') return 'city.ru is not a string';
+    if (typeof r.city.ru === 'string' && Buffer.byteLength(r.city.ru) > 256) return 'city.ru is longer than 256 bytes';
     if (!isAbsent(r.city.en) && typeof r.city.en !== 'string') return 'city.en is not a string';
+    if (typeof r.city.en === 'string' && Buffer.byteLength(r.city.en) > 256) return 'city.en is longer than 256 bytes';
   }
   if (!isInt(r.works, 0, 100)) return 'works is not an integer in 0..100';
   if (!isAbsent(r.services)) {

@@ -49,7 +49,7 @@ const badValues: Record<string, unknown[]> = {
   ping_ms: [-1, Infinity, NaN, -0.5],
   checked_at: [-1, 2 ** 32, 1.5],
   country: ['usa', 'u1', '', 'ß'],
-  city: ['Moscow', [], { ru: 5 }, { en: true }],
+  city: ['Moscow', [], { ru: 5 }, { en: true }, { ru: 'Я'.repeat(129) }, { en: 'x'.repeat(257) }],
   works: [-1, 101, 50.5],
   services: ['telegram', ['youtube'], ['SMTP'], [1]],
 };
@@ -98,15 +98,25 @@ test('agrees with the reference on 5,000 generated records, valid and broken', (
 
 test('wider encodings: map16, str8/str16, array16, uint64 and negative ints', () => {
   const decoder = new RecordDecoder(DEFAULT_SERVICES);
-  const wide: Record<string, unknown> = { ip: '10.0.0.1', port: 8080, type: 'http', anon: 'elite', ping_ms: 12, checked_at: 2 ** 32 - 1, country: 'us', works: 100, city: { ru: 'Я'.repeat(200), en: 'x'.repeat(70000) } };
+  const wide: Record<string, unknown> = { ip: '10.0.0.1', port: 8080, type: 'http', anon: 'elite', ping_ms: 12, checked_at: 2 ** 32 - 1, country: 'us', works: 100, city: { ru: 'Я'.repeat(128), en: 'x'.repeat(256) } };
   for (let i = 0; i < 20; i++) wide[`pad${i}`] = i - 10; // map16, negative fixints
   wide.services = Array.from({ length: 20 }, (_, i) => DEFAULT_SERVICES[i % 5]); // array16
   const bytes = packr.pack(wide);
   assert.is(decoder.read(bytes, 0), bytes.length);
   assert.is(decoder.problem, null);
-  assert.is(decoder.enEnd - decoder.enStart, 70000);
+  assert.is(decoder.enEnd - decoder.enStart, 256);
   assert.is(decoder.checkedAt, 2 ** 32 - 1);
   assert.is(decoder.services, 31);
+});
+
+test('a city name longer than 256 bytes skips its record: a snapshot field cannot make the store grow without bound', () => {
+  const decoder = new RecordDecoder(DEFAULT_SERVICES);
+  const base = { ip: '10.0.0.1', port: 8080, type: 'http', anon: 'elite', ping_ms: 12, checked_at: 1, country: 'us', works: 1 };
+  const bytes = packr.pack({ ...base, city: { ru: 'Я'.repeat(5000), en: 'Moscow' } });
+  assert.is(decoder.read(bytes, 0), bytes.length);
+  assert.is(decoder.problem, 'city.ru is longer than 256 bytes');
+  decoder.read(packr.pack({ ...base, city: { en: 'x'.repeat(257) } }), 0);
+  assert.is(decoder.problem, 'city.en is longer than 256 bytes');
 });
 
 test('a truncated record throws as truncated, never reads past the end', () => {
