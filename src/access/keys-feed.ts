@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { messageOf } from '../core/errors.js';
 import { FollowedFile, type FollowOptions } from '../core/follow-file.js';
 import type { Logger } from '../core/log.js';
@@ -22,14 +22,18 @@ export class KeysFeed extends FollowedFile {
       this.table = KeyTable.parse(readFileSync(path, 'utf8'));
       this.lastError = null;
       this.log.info({ event: 'keys_loaded', file: path, keys: this.table.entries.size }, 'keys loaded');
+      // Keys in plain text that any user of the host may read: the operator is told (`sha256` entries hold no secret).
+      if (this.table.plainKeys > 0 && (statSync(path).mode & 0o004) !== 0) {
+        this.log.warn({ event: 'keys_file_readable', file: path, plain_keys: this.table.plainKeys }, `the keys file holds ${this.table.plainKeys} keys in plain text and every user of the host may read it: chmod o-r it, or list the keys by sha256`);
+      }
     } catch (err) {
       this.lastError = messageOf(err);
       this.log.error({ event: 'keys_rejected', file: path, reason: this.lastError, keys_in_force: this.table.entries.size }, 'keys file rejected; the keys in force stay');
     }
   }
 
-  protected missing(): void {
-    this.lastError = 'keys file is missing';
-    this.log.warn({ event: 'keys_missing', file: this.path, keys_in_force: this.table.entries.size }, 'keys file is missing; the keys in force stay');
+  protected missing(unreadable: string | null): void {
+    this.lastError = unreadable === null ? 'keys file is missing' : `keys file cannot be read: ${unreadable}`;
+    this.log.warn({ event: unreadable === null ? 'keys_missing' : 'keys_unreadable', file: this.path, reason: this.lastError, keys_in_force: this.table.entries.size }, `${this.lastError}; the keys in force stay`);
   }
 }

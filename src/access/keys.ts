@@ -83,6 +83,19 @@ function describeError(doc: unknown): string {
   return `${e.instancePath || 'top level'} ${e.keyword === 'additionalProperties' ? `has an unknown field "${(e.params as { additionalProperty: string }).additionalProperty}"` : e.message}`;
 }
 
+/**
+ * Where JSON.parse stopped, as a line and column, from the position its
+ * message gives: never the message itself, which quotes the text around
+ * that place, and so perhaps part of a key (README, Secrets).
+ */
+function whereInText(text: string, message: string): string {
+  const m = /position (\d+)/.exec(message);
+  if (!m) return '';
+  const before = text.slice(0, Number(m[1]));
+  const line = before.split('\n').length;
+  return ` (line ${line}, column ${before.length - before.lastIndexOf('\n')})`;
+}
+
 const orDefault = (v: number | null | undefined, d: number | null): number | null => (v === undefined ? d : v);
 
 /** The keys in force: lookup is by the SHA-256 of the presented key, never by comparing keys. */
@@ -94,7 +107,8 @@ export class KeyTable {
    */
   private readonly known = new Map<string, KeyEntry>();
 
-  constructor(readonly entries: ReadonlyMap<string, KeyEntry>) {}
+  /** `plainKeys`: entries given as the key itself (`key`), not its hash. */
+  constructor(readonly entries: ReadonlyMap<string, KeyEntry>, readonly plainKeys = 0) {}
 
   static empty(): KeyTable {
     return new KeyTable(new Map());
@@ -106,7 +120,7 @@ export class KeyTable {
     try {
       doc = JSON.parse(text);
     } catch (err) {
-      throw new CodedError('E_KEYS_INVALID', `keys file is not valid JSON: ${(err as Error).message}`);
+      throw new CodedError('E_KEYS_INVALID', `keys file is not valid JSON${whereInText(text, (err as Error).message)}`);
     }
     if (!validateKeysFile(doc)) throw new CodedError('E_KEYS_INVALID', `keys file rejected: ${describeError(doc)}`);
     const entries = new Map<string, KeyEntry>();
@@ -133,7 +147,7 @@ export class KeyTable {
         },
       });
     });
-    return new KeyTable(entries);
+    return new KeyTable(entries, doc.keys.filter((raw) => raw.key !== undefined).length);
   }
 
   /** The entry of a presented key if it is known, enabled and not expired at `nowMs`. */

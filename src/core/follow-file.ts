@@ -14,10 +14,16 @@ function signature(path: string): string | null {
   try {
     const s = statSync(path);
     return `${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`;
-  } catch {
-    return null;
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    // Missing is one thing; a folder that cannot be searched, a loop of links, ... another, said as such.
+    if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return null;
+    return `${UNREADABLE}${e.code ?? 'error'}: ${e.message.replace(/^[A-Z]+: /, '').split(',')[0]}`;
   }
 }
+
+/** Marks a signature that is the reason a file cannot be looked at. */
+const UNREADABLE = '!';
 
 /**
  * Follows one file that other processes replace (rename over it) or rewrite in
@@ -44,7 +50,8 @@ export class FileFollower {
   constructor(
     path: string,
     private readonly load: (path: string, unchanged: () => boolean) => Promise<void>,
-    private readonly onMissing: () => void,
+    /** The file is missing (null), or cannot be looked at (the reason). */
+    private readonly onMissing: (unreadable: string | null) => void,
     options: FollowOptions = {},
   ) {
     this.path = resolve(path);
@@ -97,8 +104,8 @@ export class FileFollower {
       const before = signature(this.path);
       if (before === this.attempted) continue;
       this.attempted = before;
-      if (before === null) {
-        this.onMissing();
+      if (before === null || before.startsWith(UNREADABLE)) {
+        this.onMissing(before === null ? null : before.slice(UNREADABLE.length));
         continue;
       }
       // `load` reports its own failures; one must not stop the following.
@@ -126,7 +133,7 @@ export abstract class FollowedFile {
   private readonly follower: FileFollower;
 
   constructor(path: string, options?: FollowOptions) {
-    this.follower = new FileFollower(path, async (p, unchanged) => this.load(p, unchanged), () => this.missing(), options);
+    this.follower = new FileFollower(path, async (p, unchanged) => this.load(p, unchanged), (why) => this.missing(why), options);
   }
 
   get path(): string {
@@ -138,7 +145,8 @@ export abstract class FollowedFile {
    * version the load began on; when it is not, the file is read again anyway.
    */
   protected abstract load(path: string, unchanged: () => boolean): Promise<void> | void;
-  protected abstract missing(): void;
+  /** The file is missing (null), or cannot be looked at (the reason: a folder without permission, ...). */
+  protected abstract missing(unreadable: string | null): void;
 
   /** Loads the current version (if any), then follows changes. */
   start(): Promise<void> {

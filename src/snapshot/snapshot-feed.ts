@@ -63,7 +63,12 @@ export class SnapshotFeed extends FollowedFile {
     this.log.info({ event: 'snapshot_changed_while_read', file: path }, 'snapshot changed while being read; reading it again');
   }
 
-  protected missing(): void {
+  protected missing(unreadable: string | null): void {
+    if (unreadable !== null) {
+      this.lastError = `snapshot file cannot be read: ${unreadable}`;
+      this.log.error({ event: 'snapshot_unreadable', file: this.path, reason: this.lastError }, this.current ? `${this.lastError}; still serving the last one loaded` : this.lastError);
+      return;
+    }
     this.lastError = 'snapshot file is missing';
     this.log.warn({ event: 'snapshot_missing', file: this.path }, this.current ? 'snapshot file is missing; still serving the last one loaded' : 'snapshot file does not exist yet; waiting for it');
   }
