@@ -10,6 +10,28 @@ import type { Lifecycle } from './lifecycle.js';
 import { loadUws, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js';
 
 type Handler = (ex: Exchange, req: HttpRequest) => void;
+
+/**
+ * Framing RFC 9112 (6.3) calls invalid that uWebSockets.js lets through:
+ * Content-Length lines (or a list in one) that disagree, or one that is not
+ * a number. uWebSockets.js reads the first: a proxy in front that read
+ * another would see a second request where this reads a body, or the
+ * reverse. Requests without the header cost one lookup.
+ */
+function badFraming(req: HttpRequest): boolean {
+  if (req.getHeader('content-length') === '') return false;
+  let first: string | null = null;
+  let bad = false;
+  req.forEach((name, value) => {
+    if (name !== 'content-length') return;
+    for (const item of value.split(',')) {
+      const n = item.trim();
+      if (!/^\d+$/.test(n) || (first !== null && BigInt(n) !== BigInt(first))) bad = true;
+      first ??= n;
+    }
+  });
+  return bad;
+}
 type UwsHandler = (res: HttpResponse, req: HttpRequest) => void;
 
 /** HEAD requests to `head`, others to `other`: a route that takes any method. */
@@ -52,6 +74,12 @@ export function createApp(deps: AppDeps): TemplatedApp {
   const guarded = (route: RouteAccount, name: string, head: boolean, handler: Handler): UwsHandler => (res, req) => {
     const ex = new Exchange(res, head, route, performance.now(), deps.accessLog ? req.getCaseSensitiveMethod() : '', deps.accessLog ? req.getUrl() : '');
     try {
+      // Read in the same pass as a request whose framing was invalid, from the same peer: on the same connection, as a rule.
+      if (condemned !== null && condemned === Buffer.from(res.getRemoteAddressAsText()).toString('latin1')) return sender.errorAndClose(ex, HTTP_FAILURES.badFraming);
+      if (badFraming(req)) {
+        condemn(res.getRemoteAddressAsText());
+        return sender.errorAndClose(ex, HTTP_FAILURES.badFraming);
+      }
       handler(ex, req);
       if (!ex.answered && !ex.later) throw new Error('the handler returned without an answer');
     } catch (err) {
@@ -66,6 +94,17 @@ export function createApp(deps: AppDeps): TemplatedApp {
     }
   };
 
+  /**
+   * The peer of a request with invalid framing, until the current pass over
+   * what sockets brought in is over. uWebSockets.js goes on with the requests
+   * it already read after such a request, and then keeps the connection: each
+   * gets the same 400, never an answer, and the last one closes it.
+   */
+  let condemned: string | null = null;
+  const condemn = (peer: ArrayBuffer): void => {
+    condemned = Buffer.from(peer).toString('latin1');
+    setImmediate(() => (condemned = null));
+  };
   const api = createApiHandler(deps);
   const health: Handler = (ex) => {
     const report = healthReport(deps.feed, deps.life);

@@ -23,6 +23,8 @@ export const HTTP_FAILURES = {
   notLoaded: { status: '503 Service Unavailable', message: 'Proxy list is not loaded yet', retryAfterS: 5 },
   metricsForbidden: { status: '403 Forbidden', message: 'Metrics are not available from this address' },
   internal: { status: '500 Internal Server Error', message: 'Internal server error' },
+  /** Request framing RFC 9112 calls invalid: the connection is closed after it. */
+  badFraming: { status: '400 Bad Request', message: 'Invalid request framing: Content-Length headers that disagree or are not a number' },
   /** An invalid parameter: the parser's one-line message names it. */
   badParameter: (message: string): HttpFailure => ({ status: '400 Bad Request', message }),
 } satisfies Record<string, HttpFailure | ((...args: never[]) => HttpFailure)>;

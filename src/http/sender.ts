@@ -197,6 +197,20 @@ export class Sender {
     this.bytes(ex, failure.status, headers, encoder.encode(`Error: ${failure.message}`));
   }
 
+  /**
+   * A one-line error after which the connection is closed: nothing that
+   * follows on it can be read as a request (README, Hostile clients).
+   */
+  errorAndClose(ex: Exchange, failure: HttpFailure): void {
+    const body = encoder.encode(`Error: ${failure.message}`);
+    ex.answer(failure.status, body.length);
+    const res = ex.res;
+    res.cork(() => {
+      writeHead(res, failure.status, ERROR_HEADERS);
+      res.end(body, true);
+    });
+  }
+
   /** Gives up every body still being sent (at the end of a graceful stop). */
   abandonAll(): void {
     for (const o of [...this.pending]) this.finish(o);
