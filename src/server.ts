@@ -17,7 +17,8 @@ import { BodySources, DEFAULT_WHOLE_BODIES_BYTES } from './http/bodies.js';
 import { ResponseCache } from './http/response-cache.js';
 import { Sender } from './http/sender.js';
 import { Waiters } from './http/waiters.js';
-import { loadUws, type TemplatedApp, type us_listen_socket } from './http/uws.js';
+import { Listener } from './http/listener.js';
+import { loadUws } from './http/uws.js';
 import { Tagger } from './query/etag.js';
 import { QueryMemo } from './query/query-memo.js';
 import { QueryScratch } from './query/scratch.js';
@@ -83,22 +84,11 @@ export interface RunningServer {
   saveState(): void;
 }
 
-function listen(app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
-  // Exclusive: by default uWebSockets.js binds with SO_REUSEPORT, and a second
-  // instance would silently share the port.
-  const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
-  return new Promise((resolve, reject) => {
-    (app.listen as unknown as (h: string, p: number, o: number, cb: (t: us_listen_socket | false) => void) => void)(host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, (token) => {
-      if (token) resolve(token);
-      else reject(new CodedError('E_LISTEN', `cannot listen on ${host}:${port}: the port is in use or the address is not available`));
-    });
-  });
-}
-
 export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const clock = o.clock ?? systemClock;
   const log = o.log ?? createLogger(o.logLevel);
-  const uws = loadUws();
+  // Refuses at once to run on the slow fallback of uWebSockets.js.
+  loadUws();
   // A snapshot at an http(s) origin is downloaded into a folder of its own and followed there like a local file.
   const originDir = /^https?:\/\//i.test(o.snapshot) ? mkdtempSync(join(tmpdir(), 'proxylist-origin-')) : null;
   const snapshotPath = originDir ? join(originDir, 'snapshot.msgpack') : o.snapshot;
@@ -141,19 +131,19 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     memory.prune(clock.nowMs(), clock.monotonicMs(), longestWindowS * 1000);
   }, 3600_000);
   pruner.unref();
-  const life: Lifecycle = { draining: false, limiter: redis, origin };
+  const life: Lifecycle = { draining: false, limiter: redis, origin, listener: null };
   const metrics = new Metrics(feed, keys, cache, bodies, sender, waiters, life, clock);
   const app = createApp({ clock, feed, keys, limiter, trustProxy, queries, bodies, tagger, waiters, sender, log, metrics, metricsAllow, life, accessLog: o.accessLog ?? false });
 
-  let token: us_listen_socket;
+  const listener = (life.listener = new Listener(app, o.host, log));
+  let port: number;
   try {
-    token = await listen(app, o.host, o.port);
+    port = await listener.start(o.port);
   } catch (err) {
     (app as unknown as { close(): void }).close();
     if (originDir) rmSync(originDir, { recursive: true, force: true });
     throw err;
   }
-  const port = uws.us_socket_local_port(token as never);
   for (const flag of o.secretFlags ?? []) {
     log.warn({ event: 'secret_on_command_line', option: flag }, `--${flag} carries a password or token on the command line, where ps shows it to every user: set ${flag === 'limiter' ? 'PROXYLIST_LIMITER' : 'PROXYLIST_SNAPSHOT'} instead`);
   }
@@ -178,7 +168,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
         await new Promise((r) => setTimeout(r, drainMs));
         waiters.answerAll();
       }
-      uws.us_listen_socket_close(token);
+      listener.close();
       const deadline = Date.now() + DRAIN_LIMIT_MS;
       while ((sender.pendingCount > 0 || bodies.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       await firstLoad.catch(() => undefined);

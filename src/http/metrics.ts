@@ -65,6 +65,8 @@ export class Metrics {
     gauge('proxylist_limiter_up', '1 while the usage limiter answers (always, in memory; with Redis, while Redis does)', () => (life.limiter === null || life.limiter.up ? 1 : 0));
     counterFrom({ name: 'proxylist_limiter_undone_total', help: 'Requests Redis accepted after this instance had answered them 503, taken back' }, () => life.limiter?.undone ?? 0);
     counterFrom({ name: 'proxylist_limiter_fallback_total', help: 'Admissions decided in memory while the Redis limiter was down (--limiter-fallback memory)' }, () => life.limiter?.fallbacks ?? 0);
+    gauge('proxylist_accept_paused', '1 while new connections are refused for want of file descriptors', () => (life.listener?.paused ? 1 : 0));
+    counterFrom({ name: 'proxylist_accept_pauses_total', help: 'Times accepting stopped for want of file descriptors' }, () => life.listener?.pauses ?? 0);
     gauge('proxylist_draining', '1 from SIGTERM until the instance stops', () => (life.draining ? 1 : 0));
     gauge('proxylist_keys_loaded', 'Keys in force', () => keys.table.entries.size);
     gauge('proxylist_keys_file_rejected', '1 while the keys file is missing or its last version was rejected (the keys in force stay)', () => (keys.lastError === null ? 0 : 1));

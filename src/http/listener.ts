@@ -1,0 +1,116 @@
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { CodedError } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import { loadUws, type TemplatedApp, type us_listen_socket } from './uws.js';
+
+/** How often the descriptors in use are counted against the limit. */
+const CHECK_MS = 250;
+
+/** Open file descriptors of this process and its limit; null where /proc does not tell. */
+function countDescriptors(): { open: number; limit: number } | null {
+  try {
+    const m = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    if (!m || m[1] === 'unlimited') return null;
+    // Less the directory's own descriptor, listed while it is read.
+    return { open: readdirSync('/proc/self/fd').length - 1, limit: Number(m[1]) };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The listening socket, and the file descriptors that accepting needs
+ * (README, Hostile clients). Once no descriptor is left, the accept of
+ * uWebSockets.js fails and is woken again at once: the process would spin
+ * and say nothing. So the descriptors in use are counted, and close to the
+ * limit the socket stops listening (new connections are refused) until
+ * enough are free again, with one log line each way, as nginx does. A
+ * margin stays for the service's own files (a snapshot to load).
+ */
+export class Listener {
+  /** Times accepting was paused for want of descriptors. */
+  pauses = 0;
+  private token: us_listen_socket | null = null;
+  private checker: NodeJS.Timeout | null = null;
+  private closed = false;
+  private port = 0;
+  /**
+   * A descriptor held for counting, which needs one itself: given up for
+   * the count and taken again (nothing else runs in between, so no
+   * connection can take it meanwhile).
+   */
+  private spare: number | null = null;
+
+  constructor(private readonly app: TemplatedApp, private readonly host: string, private readonly log: Logger) {}
+
+  get paused(): boolean {
+    return this.token === null && !this.closed;
+  }
+
+  /** Listens on `port` (0: any free one); resolves with the port. */
+  async start(port: number): Promise<number> {
+    this.token = await this.listen(port);
+    this.port = loadUws().us_socket_local_port(this.token as never);
+    if (this.descriptors() !== null) {
+      this.checker = setInterval(() => this.check(), CHECK_MS);
+      this.checker.unref();
+    }
+    return this.port;
+  }
+
+  /** Stops accepting for good; connections open stay. */
+  close(): void {
+    this.closed = true;
+    if (this.checker) clearInterval(this.checker);
+    this.checker = null;
+    if (this.token) loadUws().us_listen_socket_close(this.token);
+    this.token = null;
+    if (this.spare !== null) closeSync(this.spare);
+    this.spare = null;
+  }
+
+  private check(): void {
+    if (this.closed) return;
+    const d = this.descriptors();
+    if (!d) return;
+    const margin = Math.max(16, Math.floor(d.limit / 50));
+    if (this.token && d.open >= d.limit - margin) {
+      loadUws().us_listen_socket_close(this.token);
+      this.token = null;
+      this.pauses++;
+      this.log.error({ event: 'accept_paused', open_files: d.open, limit: d.limit }, `${d.open} of ${d.limit} file descriptors in use: new connections are refused until some close (raise LimitNOFILE)`);
+    } else if (!this.token && d.open < d.limit - 2 * margin) {
+      this.listen(this.port).then(
+        (token) => {
+          if (this.closed) return loadUws().us_listen_socket_close(token);
+          this.token = token;
+          this.log.info({ event: 'accept_resumed', open_files: d.open, limit: d.limit }, 'file descriptors are free again: accepting connections');
+        },
+        () => undefined, // tried again at the next check
+      );
+    }
+  }
+
+  private descriptors(): { open: number; limit: number } | null {
+    if (this.spare !== null) closeSync(this.spare);
+    const d = countDescriptors();
+    try {
+      this.spare = openSync('/dev/null', 'r');
+    } catch {
+      this.spare = null;
+    }
+    return d;
+  }
+
+  private listen(port: number): Promise<us_listen_socket> {
+    // Exclusive: by default uWebSockets.js binds with SO_REUSEPORT, and a second
+    // instance would silently share the port.
+    const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
+    return new Promise((resolve, reject) => {
+      (this.app.listen as unknown as (h: string, p: number, o: number, cb: (t: us_listen_socket | false) => void) => void)(this.host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, (token) => {
+        if (token) resolve(token);
+        else reject(new CodedError('E_LISTEN', `cannot listen on ${this.host}:${port}: the port is in use or the address is not available`));
+      });
+    });
+  }
+}
