@@ -51,7 +51,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     },
   },
   { name: 'cache-mb', value: 'N', shown: String(DEFAULT_CACHE_BYTES / MB), help: 'response cache size in MB; 0 turns it off', apply: (o, raw) => (o.cacheBytes = integerOption('cache-mb', raw, DEFAULT_CACHE_BYTES / MB, 0, 65536) * MB) },
-  { name: 'bodies-mb', value: 'N', shown: String(DEFAULT_WHOLE_BODIES_BYTES / MB), help: 'memory in MB for large bodies kept whole while read; past it, a ring of chunks', apply: (o, raw) => (o.wholeBodiesBytes = integerOption('bodies-mb', raw, DEFAULT_WHOLE_BODIES_BYTES / MB, 0, 65536) * MB) },
+  { name: 'bodies-mb', value: 'N', shown: String(DEFAULT_WHOLE_BODIES_BYTES / MB), help: 'memory in MB for bodies in flight (kept whole while read, chunks, compressed bytes); past it, bodies go through a ring of chunks', apply: (o, raw) => (o.wholeBodiesBytes = integerOption('bodies-mb', raw, DEFAULT_WHOLE_BODIES_BYTES / MB, 0, 65536) * MB) },
   {
     name: 'limiter', value: 'memory|URL', shown: 'memory', help: 'the usage limiter: in memory, or redis://[user:password@]host:port[/db] shared by instances (rediss:// for TLS); a password belongs in the environment, not on the command line',
     apply: (o, raw) => {

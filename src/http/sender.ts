@@ -199,7 +199,7 @@ export class Sender {
 
   /**
    * A one-line error after which the connection is closed: nothing that
-   * follows on it can be read as a request (README, Hostile clients).
+   * follows on it can be read as a request (README, Memory, hostile clients and secrets).
    */
   errorAndClose(ex: Exchange, failure: HttpFailure): void {
     const body = encoder.encode(`Error: ${failure.message}`);

@@ -1,0 +1,109 @@
+/**
+ * Hostile clients against a server with the default options and 200,000
+ * records (the README's memory bound):
+ * - H1: 24 snapshot swaps, one cache-busted query after each: RSS growth;
+ * - H2: 60 distinct large JSON bodies read to 90% and then held 20 s: peak
+ *   RSS, and the p99 of small queries asked meanwhile;
+ * - H3: 200 distinct brotli bodies whose clients leave after 50 ms: CPU
+ *   seconds and peak RSS.
+ * Server on core 0; the clients in this process.
+ * Run: npm run bench:hostile [-- --records N]
+ */
+import { copyFileSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePorts } from '../test/helpers/cli.js';
+import { leaveAfter, percentile, readThenHold, smallLatencies } from '../test/helpers/hostile-clients.js';
+import { MB, cpuSeconds, rssBytes, watchPeakRss } from '../test/helpers/process-stats.js';
+import { BENCH_KEY, CLI, generateSnapshot, round2, sleep, startPinned, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
+
+const recordsArg = process.argv.indexOf('--records');
+const RECORDS = recordsArg > 0 ? Number(process.argv[recordsArg + 1]) : 200_000;
+const CACHE_MB = 128;
+const BODIES_MB = 512;
+
+const work = mkdtempSync(join(tmpdir(), 'proxylist-hostile-'));
+const path = join(work, 'snapshot.msgpack');
+const keys = join(work, 'keys.json');
+const now = Math.floor(Date.now() / 1000);
+const versions = [1, 2].map((seed) => {
+  const file = join(work, `v${seed}.msgpack`);
+  generateSnapshot(file, RECORDS, now + seed, seed);
+  return file;
+});
+copyFileSync(versions[0], path);
+writeBenchKeys(keys);
+const [port] = await freePorts(1);
+const base = `http://127.0.0.1:${port}`;
+const FIELDS = ['port', 'ip_out', 'type', 'anon', 'ping', 'timecheck', 'country', 'city', 'works', 'smtp', 'telegram', 'avito', 'google'];
+/** Distinct large bodies: the whole store in the window, each with a set of at least 9 fields of its own. */
+const big = (i: number): string => `/api?key=${BENCH_KEY}&get=json&time=100000&split_ip=1&fields=ip,${FIELDS.filter((_, f) => f < 8 || ((i >> (f - 8)) & 1) === 0 || f === 8 + (i % 5)).join(',')}&pretty=${i % 2}&works=${Math.floor(i / 32)}`;
+const SMALL = `/api?key=${BENCH_KEY}&type=http&count=100&get=json`;
+
+const server = startPinned(process.execPath, [CLI, 'serve', '--snapshot', path, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn', '--drain-s', '0']);
+try {
+  await waitFor(`${base}/health`, 60_000, (s) => s === 200);
+  // taskset runs the server in its own process.
+  const pid = server.pid!;
+  const generatedAt = async () => ((await (await fetch(`${base}/health`)).json()) as { snapshot: { generated_at: string } }).snapshot.generated_at;
+
+  // H1
+  const swap = async (i: number) => {
+    const before = await generatedAt();
+    const temp = join(work, 'next.msgpack');
+    copyFileSync(versions[(i + 1) % 2], temp);
+    renameSync(temp, path);
+    while ((await generatedAt()) === before) await sleep(50);
+    await (await fetch(`${base}/api?key=${BENCH_KEY}&type=http&count=10&_=${1700000000 + i}`)).arrayBuffer();
+  };
+  for (let i = 0; i < 4; i++) await swap(i);
+  const h1Start = rssBytes(pid);
+  for (let i = 4; i < 28; i++) await swap(i);
+  const h1 = { swaps: 24, rss_start_mb: Math.round(h1Start / MB), rss_growth_mb: Math.round((rssBytes(pid) - h1Start) / MB) };
+  console.error(`H1 ${JSON.stringify(h1)}`);
+
+  // H2
+  const quiet = await smallLatencies(base, SMALL, 5000);
+  let peak = watchPeakRss(pid);
+  const h2Start = rssBytes(pid);
+  const h2Began = Date.now();
+  const latencies = smallLatencies(base, SMALL, 40_000);
+  const held = [];
+  for (let wave = 0; wave < 6; wave++) held.push(...(await Promise.all(Array.from({ length: 10 }, (_, i) => readThenHold(port, big(wave * 10 + i), 0.9, 120_000)))));
+  const readAt = Date.now();
+  await sleep(20_000);
+  for (const h of held) h.close();
+  const during = await latencies;
+  const h2 = {
+    bodies: held.length,
+    body_mb: [Math.round(Math.min(...held.map((h) => h.expected)) / MB), Math.round(Math.max(...held.map((h) => h.expected)) / MB)],
+    seconds_to_read: round2((readAt - h2Began) / 1000),
+    rss_start_mb: Math.round(h2Start / MB),
+    rss_peak_mb: Math.round(peak.stop() / MB),
+    bound_mb: CACHE_MB + BODIES_MB + 400,
+    small_quiet: { p50_ms: round2(percentile(quiet, 0.5)), p99_ms: round2(percentile(quiet, 0.99)) },
+    small_during: { requests: during.length, p50_ms: round2(percentile(during, 0.5)), p99_ms: round2(percentile(during, 0.99)), max_ms: round2(during[during.length - 1]) },
+  };
+  console.error(`H2 ${JSON.stringify(h2)}`);
+  await sleep(3000);
+
+  // H3
+  peak = watchPeakRss(pid);
+  const cpuBefore = cpuSeconds(pid);
+  const started = Date.now();
+  const latencies3 = smallLatencies(base, SMALL, 15_000);
+  for (let wave = 0; wave < 10; wave++) await Promise.all(Array.from({ length: 20 }, (_, i) => leaveAfter(port, big(wave * 20 + i), 50, { 'Accept-Encoding': 'br' })));
+  const during3 = await latencies3;
+  const h3 = {
+    clients: 200,
+    seconds: round2((Date.now() - started) / 1000),
+    cpu_s: round2(cpuSeconds(pid) - cpuBefore),
+    rss_peak_mb: Math.round(peak.stop() / MB),
+    small_during: { p50_ms: round2(percentile(during3, 0.5)), p99_ms: round2(percentile(during3, 0.99)), max_ms: round2(during3[during3.length - 1]) },
+  };
+  console.error(`H3 ${JSON.stringify(h3)}`);
+  writeResult('hostile', { date: new Date().toISOString(), records: RECORDS, cache_mb: CACHE_MB, bodies_mb: BODIES_MB, h1, h2, h3 });
+} finally {
+  await stop(server);
+  rmSync(work, { recursive: true, force: true });
+}
