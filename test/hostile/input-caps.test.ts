@@ -42,11 +42,11 @@ test('an origin file larger than --snapshot-max-mb is refused, and the snapshot 
   const s = await serve(['--snapshot', origin.url('snapshot.msgpack'), '--keys', join(dir, 'keys.json'), '--snapshot-max-mb', '1', '--snapshot-poll-s', '1']);
   try {
     await eventually(async () => (await health(s.base).catch(() => null))?.status === 'ok', 10_000, 'the first snapshot');
-    const before = await (await fetch(`${s.base}/api?key=k`)).text();
+    const before = await (await fetch(`${s.base}/api?key=k&time=100000`)).text();
     // About 3 MB: past the 1 MB cap.
     writeFileAtomic(join(origin.root, 'snapshot.msgpack'), encodeSnapshot(generateRecords({ records: 12_000, seed: 2, now }), now + 1));
     await eventually(async () => /--snapshot-max-mb 1/.test((await health(s.base)).origin?.last_error ?? ''), 10_000, 'the refusal in /health');
-    assert.is(await (await fetch(`${s.base}/api?key=k`)).text(), before);
+    assert.is(await (await fetch(`${s.base}/api?key=k&time=100000`)).text(), before);
     assert.match(s.child.stdout(), '"event":"origin_failed"');
   } finally {
     await s.stop();
