@@ -18,7 +18,7 @@ import { ResponseCache } from './http/response-cache.js';
 import { Sender } from './http/sender.js';
 import { Waiters } from './http/waiters.js';
 import { Listener } from './http/listener.js';
-import { loadUws } from './http/uws.js';
+import { uwsBuild } from './http/uws.js';
 import { Tagger } from './query/etag.js';
 import { QueryMemo } from './query/query-memo.js';
 import { QueryScratch } from './query/scratch.js';
@@ -78,8 +78,12 @@ export interface RunningServer {
   /** The shared limiter, with --limiter redis://. */
   redis: RedisLimiter | null;
   log: Logger;
-  /** Stops accepting, lets bodies in flight finish (10 s at most), then closes. */
-  stop(): Promise<void>;
+  /**
+   * Stops accepting, lets bodies in flight finish (10 s at most), then
+   * closes; with `drain` (a balancer's SIGTERM), first serves on for
+   * --drain-s seconds while /health says draining.
+   */
+  stop(drain?: boolean): Promise<void>;
   /** Writes the usage state now, if anything changed (for an exit that cannot wait for `stop`). */
   saveState(): void;
 }
@@ -87,8 +91,8 @@ export interface RunningServer {
 export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const clock = o.clock ?? systemClock;
   const log = o.log ?? createLogger(o.logLevel);
-  // Refuses at once to run on the slow fallback of uWebSockets.js.
-  loadUws();
+  // The build of uWebSockets.js; refuses at once to run on a slow fallback.
+  const build = uwsBuild();
   // A snapshot at an http(s) origin is downloaded into a folder of its own and followed there like a local file.
   const originDir = /^https?:\/\//i.test(o.snapshot) ? mkdtempSync(join(tmpdir(), 'proxylist-origin-')) : null;
   const snapshotPath = originDir ? join(originDir, 'snapshot.msgpack') : o.snapshot;
@@ -138,17 +142,21 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const listener = (life.listener = new Listener(app, o.host, log));
   let port: number;
   try {
+    // Keys that cannot be read at start stop the server, as a bad config stops nginx: it would answer 401 to everyone. A later bad edit keeps the keys in force.
+    await keys.start();
+    if (keys.lastError !== null) throw new CodedError('E_KEYS_INVALID', keys.lastError.replace(/^keys file /, `keys file ${keys.path} `));
     port = await listener.start(o.port);
   } catch (err) {
+    await keys.close();
     (app as unknown as { close(): void }).close();
     if (originDir) rmSync(originDir, { recursive: true, force: true });
     throw err;
   }
+  log.info({ event: 'uws_loaded', build: build.label, passed_over: build.passedOver }, `${build.label} loaded${build.passedOver.length ? ` (passed over: ${build.passedOver.join('; ')})` : ''}`);
   for (const flag of o.secretFlags ?? []) {
     log.warn({ event: 'secret_on_command_line', option: flag }, `--${flag} carries a password or token on the command line, where ps shows it to every user: set ${flag === 'limiter' ? 'PROXYLIST_LIMITER' : 'PROXYLIST_SNAPSHOT'} instead`);
   }
   redis?.start();
-  await keys.start();
   const firstLoad = feed.start();
   origin?.start();
   log.info(
@@ -157,12 +165,12 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   );
 
   let stopping: Promise<void> | null = null;
-  const stop = (): Promise<void> =>
+  const stop = (drain = true): Promise<void> =>
     (stopping ??= (async () => {
       // Draining (README, Several instances): /health says so at once, and requests are served on for a while, so that a balancer moves away first.
       life.draining = true;
       waiters.answerAll();
-      const drainMs = (o.drainS ?? DEFAULT_DRAIN_S) * 1000;
+      const drainMs = drain ? (o.drainS ?? DEFAULT_DRAIN_S) * 1000 : 0;
       if (drainMs > 0) {
         log.info({ event: 'draining', seconds: drainMs / 1000 }, 'draining: /health answers 503, requests are still served');
         await new Promise((r) => setTimeout(r, drainMs));

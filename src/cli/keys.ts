@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { KeyTable, sha256Hex } from '../access/keys.js';
 import { writeFileAtomic } from '../core/atomic-write.js';
-import { CodedError, messageOf } from '../core/errors.js';
+import { CodedError, fileProblem } from '../core/errors.js';
 import { formatIsoOffset } from '../core/service-time.js';
 import { parseOptions, printedHelp } from './args.js';
 import { randomKey } from './demo.js';
@@ -24,10 +24,10 @@ const HELP: Record<string, string> = {
   --keys FILE           the keys file`,
   revoke: `usage: proxylist keys revoke --keys FILE NAME|ID
   --keys FILE           the keys file
-  NAME|ID               the key's name, or the start of its id (8 hex digits or more, as keys list shows)`,
+  NAME|ID               the key's name, or the start of its id (4 hex digits or more, as keys list shows)`,
   enable: `usage: proxylist keys enable --keys FILE NAME|ID
   --keys FILE           the keys file
-  NAME|ID               the key's name, or the start of its id (8 hex digits or more, as keys list shows)`,
+  NAME|ID               the key's name, or the start of its id (4 hex digits or more, as keys list shows)`,
 };
 
 type RawEntry = Record<string, unknown> & { key?: string; sha256?: string; name?: string };
@@ -39,7 +39,7 @@ function readKeysFile(path: string, createIfMissing: boolean): RawFile {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new CodedError('E_KEYS_READ', `cannot read keys file ${path}: ${messageOf(err)}`);
+    throw new CodedError('E_KEYS_READ', `cannot read keys file ${path}: ${fileProblem(err)}`);
   }
   KeyTable.parse(text); // refuse to edit a file the server would reject
   return JSON.parse(text) as RawFile;
@@ -49,7 +49,11 @@ function readKeysFile(path: string, createIfMissing: boolean): RawFile {
 function writeKeysFile(path: string, file: RawFile): void {
   const text = JSON.stringify(file, null, 2) + '\n';
   KeyTable.parse(text);
-  writeFileAtomic(path, text);
+  try {
+    writeFileAtomic(path, text);
+  } catch (err) {
+    throw new CodedError('E_KEYS_WRITE', `cannot write keys file ${path}: ${fileProblem(err)}`);
+  }
 }
 
 const idOf = (e: RawEntry): string => (e.sha256 ?? sha256Hex(e.key!)).toLowerCase();
@@ -118,9 +122,17 @@ function setDisabled(args: string[], disabled: boolean): void {
   if (!values.keys || positionals.length !== 1) throw new CodedError('E_USAGE', `usage: proxylist keys ${verb} --keys FILE NAME|ID`);
   const which = positionals[0];
   const file = readKeysFile(values.keys, false);
-  const matches = file.keys.filter((e) => e.name === which || (/^[0-9a-fA-F]{8,64}$/.test(which) && idOf(e).startsWith(which.toLowerCase())));
-  if (matches.length === 0) throw new CodedError('E_USAGE', `no key named or with an id starting "${which}"`);
-  if (matches.length > 1) throw new CodedError('E_USAGE', `"${which}" matches ${matches.length} keys; give a longer id`);
+  // A name matches as it is; otherwise any unique start of an id of 4 hex digits or more.
+  const named = file.keys.filter((e) => e.name === which);
+  const matches = named.length > 0 ? named : /^[0-9a-fA-F]{4,64}$/.test(which) ? file.keys.filter((e) => idOf(e).startsWith(which.toLowerCase())) : [];
+  if (matches.length === 0) {
+    const hint = /^[0-9a-fA-F]{1,3}$/.test(which) ? ' (an id prefix needs 4 hex digits or more)' : '';
+    throw new CodedError('E_USAGE', `no key named or with an id starting "${which}"${hint}`);
+  }
+  if (matches.length > 1) {
+    const candidates = matches.map((e) => `${idOf(e).slice(0, 8)}${e.name ? ` (${e.name})` : ''}`).join(', ');
+    throw new CodedError('E_USAGE', `"${which}" matches ${matches.length} keys: ${candidates}; give more of the id`);
+  }
   const entry = matches[0];
   const label = `${entry.name ? `${entry.name} ` : ''}(id ${idOf(entry).slice(0, 8)})`;
   if ((entry.disabled === true) === disabled) {

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { CodedError, EXIT_STATUS, messageOf } from '../core/errors.js';
 import { demoCommand } from './demo.js';
 import { KEYS_USAGE, keysCommand } from './keys.js';
@@ -44,6 +45,14 @@ async function main(argv: string[]): Promise<void> {
     default:
       throw new CodedError('E_USAGE', `unknown command "${command}"; see proxylist --help`);
   }
+}
+
+// On a Node.js the service does not run on, one line and nothing else (README, Where it runs).
+const { unsupported } = createRequire(import.meta.url)('../../../scripts/check-node.cjs') as { unsupported(version: string): string | null };
+const stop = unsupported(process.versions.node);
+if (stop) {
+  process.stderr.write(stop + '\n');
+  process.exit(1);
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {

@@ -23,7 +23,8 @@ export function superviseProcess(server: RunningServer, cleanup: () => void = ()
     if (stopping) process.exit(1);
     stopping = true;
     server.log.info({ event: 'signal', signal }, `received ${signal}, stopping`);
-    server.stop().then(
+    // A balancer's SIGTERM drains first; a person's Ctrl+C stops accepting at once.
+    server.stop(signal === 'SIGTERM').then(
       () => {
         cleanup();
         process.exit(0);

@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'E_SNAPSHOT_INVALID'
   | 'E_KEYS_READ'
   | 'E_KEYS_INVALID'
+  | 'E_KEYS_WRITE'
   | 'E_LISTEN'
   | 'E_UWS_FALLBACK'
   | 'E_BUILD_FAILED';
@@ -26,6 +27,7 @@ export const EXIT_STATUS: Record<ErrorCode, number> = {
   E_SNAPSHOT_INVALID: 1,
   E_KEYS_READ: 1,
   E_KEYS_INVALID: 1,
+  E_KEYS_WRITE: 1,
   E_LISTEN: 1,
   E_UWS_FALLBACK: 1,
   E_BUILD_FAILED: 1,
@@ -35,6 +37,24 @@ export class CodedError extends Error {
   constructor(readonly code: ErrorCode, message: string) {
     super(message);
     this.name = 'CodedError';
+  }
+}
+
+/**
+ * What is wrong with a file, from the error a file operation threw, in a
+ * few words for a person (the path is the caller's to name): never a stack.
+ */
+export function fileProblem(err: unknown): string {
+  switch ((err as NodeJS.ErrnoException)?.code) {
+    case 'ENOENT': return 'no such file, or its folder does not exist';
+    case 'EISDIR': return 'it is a folder, not a file';
+    case 'ENOTDIR': return 'a part of the path is not a folder';
+    case 'EACCES':
+    case 'EPERM': return 'permission denied';
+    case 'ELOOP': return 'too many symbolic links';
+    case 'ENOSPC': return 'no space left on the device';
+    case 'EROFS': return 'the file system is read-only';
+    default: return messageOf(err).split('\n')[0];
   }
 }
 

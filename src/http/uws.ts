@@ -1,25 +1,84 @@
 import { createRequire } from 'node:module';
 import { CodedError } from '../core/errors.js';
-import type * as UWS from 'uWebSockets.js';
+import type * as UWS from 'uws-v20.57';
 
-export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uws-v20.57';
 
 /**
- * The uWebSockets.js package falls back, with only a console warning, to a slow
- * node:http shim on Node versions it has no binary for (or with
- * UWS_USE_FALLBACK set); in that shim tryEnd, onWritable and
- * getRemoteAddressAsText throw. The shim exports only App, _cfg,
- * us_listen_socket_close and us_socket_local_port; the native addon also has
- * SSLApp and getParts, so their absence means: refuse to run.
+ * The builds of uWebSockets.js the service can run on (README, Where it
+ * runs), the first that loads wins:
+ * - `uWebSockets.js`: an official build, if a deployment installed one under
+ *   that name;
+ * - v20.57.0: Node 20, 22, 24 and 25, on glibc 2.38 or later;
+ * - v20.30.0: Node 16, 18 and 20, on older C libraries (Debian 12's 2.36).
+ */
+const BUILDS = [
+  { name: 'uWebSockets.js', label: 'uWebSockets.js as installed' },
+  { name: 'uws-v20.57', label: 'uWebSockets.js v20.57.0' },
+  { name: 'uws-v20.30', label: 'uWebSockets.js v20.30.0' },
+] as const;
+
+/**
+ * The largest request head v20.57 takes before it answers 431 itself (it
+ * reads this when it loads; its default is 4 KiB): request targets up to
+ * the 8 KiB that answer 414 (README, Errors), and more, must reach the
+ * service, which answers them.
+ */
+const MAX_HEADERS_BYTES = '65536';
+
+export interface UwsBuild {
+  /** The build loaded. */
+  label: string;
+  /** The builds passed over, and why. */
+  passedOver: string[];
+}
+
+let loaded: { uws: typeof UWS; build: UwsBuild } | null = null;
+
+/** Why a build did not load: no binary for this Node, a C library too old, or the error itself. */
+function reasonOf(err: unknown): string {
+  const text = String((err as Error)?.message ?? err);
+  if (/Cannot find module/.test(text)) return 'not installed, or no binary for this Node.js';
+  const glibc = /version `(GLIBC[_A-Z]*[0-9.]+)' not found/.exec(text);
+  if (glibc) return `needs ${glibc[1]}, newer than this system's C library`;
+  return text.split('\n').find((l) => l.trim() !== '')?.slice(0, 200) ?? 'failed to load';
+}
+
+/**
+ * uWebSockets.js, from the first build that loads natively. A build that
+ * falls back to its slow node:http shim (v20.30 does on a Node it has no
+ * binary for, or with UWS_USE_FALLBACK set) is passed over: in that shim
+ * tryEnd, onWritable and getRemoteAddressAsText throw. The shim lacks
+ * SSLApp and getParts, which the native addons have.
  */
 export function loadUws(): typeof UWS {
+  if (loaded) return loaded.uws;
+  process.env.UWS_HTTP_MAX_HEADERS_SIZE ??= MAX_HEADERS_BYTES;
   const require = createRequire(import.meta.url);
-  const uws = require('uWebSockets.js') as typeof UWS;
-  if (typeof uws.getParts !== 'function' || typeof uws.SSLApp !== 'function') {
-    throw new CodedError(
-      'E_UWS_FALLBACK',
-      `uWebSockets.js has no native binary for Node ${process.versions.node} (ABI ${process.versions.modules}) or UWS_USE_FALLBACK is set; refusing to run on the slow fallback. Use Node.js 20.`,
-    );
+  const passedOver: string[] = [];
+  for (const build of BUILDS) {
+    let uws: typeof UWS;
+    try {
+      uws = require(build.name) as typeof UWS;
+    } catch (err) {
+      if (build.name !== 'uWebSockets.js') passedOver.push(`${build.label}: ${reasonOf(err)}`);
+      continue;
+    }
+    if (typeof uws.getParts !== 'function' || typeof uws.SSLApp !== 'function') {
+      passedOver.push(`${build.label}: no native binary for Node ${process.versions.node} (ABI ${process.versions.modules}), or UWS_USE_FALLBACK is set`);
+      continue;
+    }
+    loaded = { uws, build: { label: build.label, passedOver } };
+    return uws;
   }
-  return uws;
+  throw new CodedError(
+    'E_UWS_FALLBACK',
+    `no build of uWebSockets.js loads natively on Node ${process.versions.node} (ABI ${process.versions.modules}), and its slow fallback is refused: ${passedOver.join('; ')}. Node.js 20, 22, 24 and 25 are supported (README, Where it runs).`,
+  );
+}
+
+/** The build loaded, and those passed over: for the start-up log. */
+export function uwsBuild(): UwsBuild {
+  loadUws();
+  return loaded!.build;
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { CodedError, messageOf } from '../core/errors.js';
+import { CodedError, fileProblem, messageOf } from '../core/errors.js';
 import { buildStore } from '../store/build.js';
 import { RecordExtractor } from './record-extractor.js';
 import type { StoreColumns, StoreMeta } from '../store/columns.js';
@@ -40,11 +40,17 @@ class Window {
     try {
       fd = openSync(path, 'r');
     } catch (err) {
-      throw new CodedError('E_SNAPSHOT_READ', `cannot read snapshot ${path}: ${messageOf(err)}`);
+      throw new CodedError('E_SNAPSHOT_READ', `cannot read snapshot ${path}: ${fileProblem(err)}`);
     }
-    const w = new Window(fd);
-    w.fill();
-    return w;
+    try {
+      if (fstatSync(fd).isDirectory()) throw Object.assign(new Error('a folder'), { code: 'EISDIR' });
+      const w = new Window(fd);
+      w.fill();
+      return w;
+    } catch (err) {
+      closeSync(fd);
+      throw new CodedError('E_SNAPSHOT_READ', `cannot read snapshot ${path}: ${fileProblem(err)}`);
+    }
   }
 
   get view(): Buffer {

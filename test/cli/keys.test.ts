@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sha256Hex } from '../../src/access/keys.js';
@@ -69,6 +69,35 @@ test('revoke and enable by id prefix; twice says nothing changed; the server fol
   const enabled = await cli(['keys', 'enable', '--keys', t.keys, 'prefixed']);
   assert.is(enabled.out, `enabled prefixed (id ${id})\n`);
   await eventually(async () => (await t.get(`/api?key=${key}&count=1`)).status === 200, 3000, 'enabled again');
+});
+
+test('revoke by any unique id prefix of 4 hex digits or more; an ambiguous one lists the candidates; a shorter one says why', async ({ t }) => {
+  // Keys until two ids share their first 4 hex digits (a few hundred at most; each add is a process, so a cap).
+  const ids = new Map<string, string>();
+  let clash: [string, string] | null = null;
+  for (let i = 0; i < 400 && !clash; i++) {
+    const key = `prefix-test-${i}`;
+    const id = sha256Hex(key);
+    const other = ids.get(id.slice(0, 4));
+    if (other) clash = [other, id];
+    else ids.set(id.slice(0, 4), id);
+  }
+  assert.ok(clash, 'two ids with the same first 4 hex digits');
+  const [a, b] = clash!;
+  const file = JSON.parse(readFileSync(t.keys, 'utf8')) as { keys: unknown[] };
+  file.keys.push({ sha256: a, name: 'first' }, { sha256: b, name: 'second' });
+  writeFileSync(t.keys, JSON.stringify(file));
+  const ambiguous = await cli(['keys', 'revoke', '--keys', t.keys, a.slice(0, 4)]);
+  assert.is(ambiguous.code, 2);
+  assert.is(ambiguous.err, `proxylist: "${a.slice(0, 4)}" matches 2 keys: ${a.slice(0, 8)} (first), ${b.slice(0, 8)} (second); give more of the id\n`);
+  // The shortest prefix that tells them apart.
+  let n = 5;
+  while (a.slice(0, n) === b.slice(0, n)) n++;
+  const one = await cli(['keys', 'revoke', '--keys', t.keys, a.slice(0, n)]);
+  assert.is(one.code, 0, one.err);
+  assert.is(one.out, `revoked first (id ${a.slice(0, 8)})\n`);
+  const short = await cli(['keys', 'revoke', '--keys', t.keys, a.slice(0, 3)]);
+  assert.is(short.err, `proxylist: no key named or with an id starting "${a.slice(0, 3)}" (an id prefix needs 4 hex digits or more)\n`);
 });
 
 test('add refuses a malformed --expires and a negative limit in one line each, and warns of a time already past', async ({ t }) => {
