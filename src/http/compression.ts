@@ -211,8 +211,7 @@ export class Compression implements Source {
     this.stopZ = null;
     this.plainBody?.release();
     this.plainBody = null;
-    if (started) this.slots.leave(this, true);
-    else this.slots.leave(this, false);
+    this.slots.leave(this, started);
     if (dropBytes) this.giveBack();
   }
 
