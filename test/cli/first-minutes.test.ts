@@ -1,4 +1,5 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -91,6 +92,15 @@ test('an unsupported Node.js is named in one line, with the supported ones', () 
   assert.is(unsupported('18.20.0'), 'proxylist: Node.js 18.20.0 is not supported; use Node.js 20, 22, 24 or 25');
   // The running one is supported: the command line answers.
   assert.is(runCliSync(['--version']).status, 0);
+});
+
+test('the README tells a newcomer about HTTP/1.0 before the API, and npm pack leaves nothing for git to pick up', () => {
+  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+  const section = (title: string) => readme.slice(readme.indexOf(title), readme.indexOf('\n## ', readme.indexOf(title) + 1));
+  assert.match(section('## Quick start'), 'HTTP/1.0');
+  assert.match(section('## The API'), 'HTTP/1.0');
+  const ignored = spawnSync('git', ['check-ignore', '-q', 'proxylist-0.1.0.tgz'], { cwd: new URL('../../..', import.meta.url) });
+  assert.is(ignored.status, 0, 'the packed tarball is ignored');
 });
 
 test.run();
