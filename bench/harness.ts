@@ -28,7 +28,7 @@ export function generateSnapshot(file: string, records: number, now: number, see
 }
 
 export function writeBenchKeys(file: string): void {
-  writeFileSync(file, JSON.stringify({ keys: [{ key: BENCH_KEY, name: 'bench', limits: { per_window: null, daily: null, subnets: null } }] }));
+  writeFileSync(file, JSON.stringify({ keys: [{ key: BENCH_KEY, name: 'bench', limits: { per_window: null, daily: null, subnets: null } }] }), { mode: 0o600 });
 }
 
 /** Starts a command pinned to the server core. */
