@@ -9,14 +9,15 @@ import { eventually } from './server.js';
  * faketime: libfaketime and Redis's jemalloc deadlock at start.)
  */
 export class RedisServer extends GroupServer {
-  private constructor(readonly port: number) {
+  private constructor(readonly port: number, private readonly extraArgs: string[]) {
     super('SIGTERM');
   }
 
-  static async start(): Promise<RedisServer> {
+  /** `extraArgs`: more of redis-server's options, such as those of a cluster node. */
+  static async start(extraArgs: string[] = []): Promise<RedisServer> {
     needCommand('redis-server', 'redis-server');
     const [port] = await freePorts(1);
-    const r = new RedisServer(port);
+    const r = new RedisServer(port, extraArgs);
     await r.run();
     return r;
   }
@@ -27,7 +28,7 @@ export class RedisServer extends GroupServer {
 
   /** Starts it (again) on its port; resolves once it answers PING. */
   async run(): Promise<void> {
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir];
+    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, ...this.extraArgs];
     this.spawn('redis-server', args);
     await eventually(() => this.ping(), 10_000, `redis-server on ${this.port}`);
   }

@@ -1,0 +1,41 @@
+import { spawnSync } from 'node:child_process';
+import { needCommand } from './cli.js';
+import { RedisServer } from './redis.js';
+import { eventually } from './server.js';
+
+/**
+ * A real Redis Cluster on loopback: `primaries` primaries with one replica
+ * each, made by `redis-cli --cluster create`, with a short node timeout so
+ * that a failover takes about a second.
+ */
+export class RedisCluster {
+  private constructor(readonly nodes: RedisServer[]) {}
+
+  static async start(primaries = 3): Promise<RedisCluster> {
+    needCommand('redis-cli', 'redis-tools');
+    const options = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '1000'];
+    const nodes = await Promise.all(Array.from({ length: primaries * 2 }, () => RedisServer.start(options)));
+    const c = new RedisCluster(nodes);
+    const made = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
+    if (made.status !== 0) {
+      await c.close();
+      throw new Error(`redis-cli --cluster create failed: ${made.stdout}${made.stderr}`);
+    }
+    await eventually(() => nodes.every((n) => c.cli(n, 'CLUSTER', 'INFO').includes('cluster_state:ok')), 20_000, 'the cluster ok on every node');
+    return c;
+  }
+
+  /** The seed URLs of every node. */
+  get urls(): string[] {
+    return this.nodes.map((n) => n.url);
+  }
+
+  /** One command through redis-cli to node `n`: its text reply. */
+  cli(n: RedisServer, ...command: string[]): string {
+    return spawnSync('redis-cli', ['-p', String(n.port), ...command], { encoding: 'utf8', timeout: 10_000 }).stdout;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.close()));
+  }
+}
