@@ -3,8 +3,13 @@ import { CodedError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { loadUws, type TemplatedApp, type us_listen_socket } from './uws.js';
 
-/** How often the descriptors in use are counted against the limit. */
+/**
+ * How often the descriptors in use are counted against the limit: often
+ * when more than half are in use (a burst of connections may take the rest
+ * at once), seldom otherwise (counting reads one entry per descriptor).
+ */
 const CHECK_MS = 250;
+const RELAXED_CHECK_MS = 1000;
 
 /** Open file descriptors of this process and its limit; null where /proc does not tell. */
 function countDescriptors(): { open: number; limit: number } | null {
@@ -52,8 +57,7 @@ export class Listener {
     this.token = await this.listen(port);
     this.port = loadUws().us_socket_local_port(this.token as never);
     if (this.descriptors() !== null) {
-      this.checker = setInterval(() => this.check(), CHECK_MS);
-      this.checker.unref();
+      this.schedule(CHECK_MS);
     }
     return this.port;
   }
@@ -61,7 +65,7 @@ export class Listener {
   /** Stops accepting for good; connections open stay. */
   close(): void {
     this.closed = true;
-    if (this.checker) clearInterval(this.checker);
+    if (this.checker) clearTimeout(this.checker);
     this.checker = null;
     if (this.token) loadUws().us_listen_socket_close(this.token);
     this.token = null;
@@ -69,10 +73,16 @@ export class Listener {
     this.spare = null;
   }
 
+  private schedule(ms: number): void {
+    this.checker = setTimeout(() => this.check(), ms);
+    this.checker.unref();
+  }
+
   private check(): void {
     if (this.closed) return;
     const d = this.descriptors();
-    if (!d) return;
+    if (!d) return this.schedule(RELAXED_CHECK_MS);
+    this.schedule(d.open * 2 > d.limit || !this.token ? CHECK_MS : RELAXED_CHECK_MS);
     const margin = Math.max(16, Math.floor(d.limit / 50));
     if (this.token && d.open >= d.limit - margin) {
       loadUws().us_listen_socket_close(this.token);
