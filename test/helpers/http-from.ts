@@ -6,8 +6,8 @@ export interface SimpleResponse {
   body: string;
 }
 
-/** GET over a connection from a chosen local address (any 127.x.y.z is this machine on loopback). */
-export function getFrom(localAddress: string, url: string, headers: Record<string, string> = {}): Promise<SimpleResponse> {
+/** GET over a connection from a chosen local address (any 127.x.y.z is this machine on loopback); a header given as a list is sent as that many lines. */
+export function getFrom(localAddress: string, url: string, headers: Record<string, string | string[]> = {}): Promise<SimpleResponse> {
   return new Promise((resolve, reject) => {
     const req = request(url, { localAddress, headers, agent: false }, (res) => {
       let body = '';

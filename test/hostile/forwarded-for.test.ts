@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { suite } from 'uvu';
@@ -8,6 +7,7 @@ import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { exitWithin, freePorts, needCommand, runCli, stopGroup, untilReady, type Child } from '../helpers/cli.js';
+import { getFrom } from '../helpers/http-from.js';
 import { eventually, tempDir } from '../helpers/server.js';
 
 /**
@@ -18,17 +18,9 @@ import { eventually, tempDir } from '../helpers/server.js';
 const CONFIG = readFileSync(fileURLToPath(new URL('../../../deploy/haproxy.cfg', import.meta.url)), 'utf8');
 const KEY = { key: 'k', limits: { per_window: null, daily: null, subnets: 10 } };
 
-/** GET from a chosen loopback address, with X-Forwarded-For as these header lines. */
-function getFrom(localAddress: string, url: string, forwardedFor: string[]): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { localAddress, agent: false, headers: { 'X-Forwarded-For': forwardedFor } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode!));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+/** The status of a GET from a chosen loopback address, with X-Forwarded-For as these header lines. */
+const statusFrom = async (localAddress: string, url: string, forwardedFor: string[]): Promise<number> =>
+  (await getFrom(localAddress, url, { 'X-Forwarded-For': forwardedFor })).status;
 
 const test = suite<{ dir: string; port: number; instance: Child }>('X-Forwarded-For');
 
@@ -56,9 +48,9 @@ test('through haproxy as shipped, 12 clients in 12 /16 subnets that forge X-Forw
   writeFileSync(config, CONFIG.replace('127.0.0.1:8080', `127.0.0.1:${lb}`).replace(/^ *server proxylist-808[23].*$/gm, '').replace('127.0.0.1:8081', `127.0.0.1:${ctx.port}`));
   const haproxy = spawn('haproxy', ['-db', '-f', config], { stdio: 'ignore', detached: true });
   try {
-    await eventually(async () => (await getFrom('127.0.0.1', `http://127.0.0.1:${lb}/health`, []).catch(() => 0)) === 200, 10_000, 'haproxy ready');
+    await eventually(async () => (await statusFrom('127.0.0.1', `http://127.0.0.1:${lb}/health`, []).catch(() => 0)) === 200, 10_000, 'haproxy ready');
     const statuses: number[] = [];
-    for (let i = 1; i <= 12; i++) statuses.push(await getFrom(`127.${i}.0.1`, `http://127.0.0.1:${lb}/api?key=k&count=1`, ['1.1.1.1']));
+    for (let i = 1; i <= 12; i++) statuses.push(await statusFrom(`127.${i}.0.1`, `http://127.0.0.1:${lb}/api?key=k&count=1`, ['1.1.1.1']));
     assert.equal(statuses, [...Array(10).fill(200), 403, 403]);
   } finally {
     await stopGroup(haproxy);
@@ -68,12 +60,12 @@ test('through haproxy as shipped, 12 clients in 12 /16 subnets that forge X-Forw
 test('every line of the header is read as one list: the right-most untrusted address is the client', async (ctx) => {
   const api = `http://127.0.0.1:${ctx.port}/api?key=k2&count=1`;
   // Ten subnets, each named by the last of two lines; the first line is always the same forged address.
-  for (let i = 1; i <= 10; i++) assert.is(await getFrom('127.0.0.1', api, ['1.1.1.1', `127.${i}.0.1`]), 200, `subnet ${i}`);
-  assert.is(await getFrom('127.0.0.1', api, ['127.3.0.1']), 200, 'a subnet seen today passes');
-  assert.is(await getFrom('127.0.0.1', api, ['127.3.0.1', '1.1.1.1']), 403, 'an 11th subnet, named by the last line');
-  assert.is(await getFrom('127.0.0.1', api, ['127.3.0.1, 1.1.1.1']), 403, 'the same, in one line');
+  for (let i = 1; i <= 10; i++) assert.is(await statusFrom('127.0.0.1', api, ['1.1.1.1', `127.${i}.0.1`]), 200, `subnet ${i}`);
+  assert.is(await statusFrom('127.0.0.1', api, ['127.3.0.1']), 200, 'a subnet seen today passes');
+  assert.is(await statusFrom('127.0.0.1', api, ['127.3.0.1', '1.1.1.1']), 403, 'an 11th subnet, named by the last line');
+  assert.is(await statusFrom('127.0.0.1', api, ['127.3.0.1, 1.1.1.1']), 403, 'the same, in one line');
   // Trusted hops are passed over, right to left.
-  assert.is(await getFrom('127.0.0.1', api, ['127.4.0.1', '127.0.0.1']), 200, 'a trusted proxy after the client');
+  assert.is(await statusFrom('127.0.0.1', api, ['127.4.0.1', '127.0.0.1']), 200, 'a trusted proxy after the client');
 });
 
 test.run();
