@@ -3,8 +3,10 @@ import type { Logger } from '../core/log.js';
 import { maskUrl } from '../core/secret-url.js';
 import type { KeyEntry } from './keys.js';
 import { UNAVAILABLE, refusal, type Allowance, type LimitReason, type Limiter, type MemoryLimiter, type Verdict } from './limiter.js';
+import { ClusterLink } from './redis-cluster.js';
 import { RedisConnection, type RespReply } from './redis-connection.js';
 import { FUNCTION_NAME, LIBRARY, UNDO_FUNCTION_NAME, keysOf } from './redis-function.js';
+import { slotOf } from './redis-slot.js';
 
 export const DEFAULT_LIMITER_TIMEOUT_MS = 100;
 /** How often a Redis that stopped answering in time is asked again. */
@@ -66,10 +68,14 @@ export class RedisLimiter implements Limiter {
    */
   private clockOffset: number | null = null;
   private clockReadAt = 0;
+  /** With a Redis Cluster, found at connect: its primaries; the first connection then only served to find it. */
+  private cluster: ClusterLink | null = null;
 
   constructor(private readonly o: RedisLimiterOptions) {
     this.client = new RedisConnection({ url: o.url, timeoutMs: o.timeoutMs });
-    this.client.on('error', (err: Error) => this.down(err.message));
+    this.client.on('error', (err: Error) => {
+      if (!this.cluster) this.down(err.message);
+    });
     this.client.on('ready', () => void this.ready());
     this.sweeper = setInterval(() => this.sweep(o.clock.monotonicMs()), SWEEP_MS).unref();
   }
@@ -83,7 +89,26 @@ export class RedisLimiter implements Limiter {
     this.closed = true;
     clearInterval(this.sweeper);
     if (this.prober) clearInterval(this.prober);
-    await this.client.close();
+    await Promise.all([this.client.close(), this.cluster?.close()]);
+  }
+
+  /** One Redis, or a Cluster (README, Several instances). */
+  get mode(): 'single' | 'cluster' {
+    return this.cluster ? 'cluster' : 'single';
+  }
+
+  /** Primaries in use. */
+  get nodes(): number {
+    return this.cluster?.primaries ?? 1;
+  }
+
+  /** Redirections followed and slot maps read, with a Cluster. */
+  get redirections(): number {
+    return this.cluster?.redirections ?? 0;
+  }
+
+  get mapRefreshes(): number {
+    return this.cluster?.refreshes ?? 0;
   }
 
   admit(key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict | Promise<Verdict> {
@@ -108,7 +133,9 @@ export class RedisLimiter implements Limiter {
         return this.verdictOf(key, id, subnet, reply, monoNow);
       },
       (err: Error) => {
-        this.down(err.message);
+        // With a Cluster, a failing primary affects only its slots: the cluster link keeps track of it.
+        if (!this.cluster) this.down(err.message);
+        else this.lastError = err.message;
         return this.unavailable(key, subnet, nowMs, monoMs);
       },
     );
@@ -123,14 +150,19 @@ export class RedisLimiter implements Limiter {
     let head = this.fcallHeads.get(key);
     if (!head) this.fcallHeads.set(key, (head = ['FCALL', FUNCTION_NAME, '3', ...keysOf(key.id)]));
     const command = [...head, ...args];
-    const run = () => this.client.call(command, late) as Promise<Reply>;
+    const run = () => this.send(head, command, late) as Promise<Reply>;
     try {
       return await run();
     } catch (err) {
       if (!/function not found/i.test((err as Error).message)) throw err;
-      await this.load();
+      await this.send(head, ['FUNCTION', 'LOAD', 'REPLACE', LIBRARY]);
       return run();
     }
+  }
+
+  /** A command about the keys of `head` (an FCALL's start: its third element on are the keys): to Redis, or to the primary of their slot. */
+  private send(head: string[], command: string[], late: ((reply: RespReply) => void) | null = null): Promise<RespReply> {
+    return this.cluster ? this.cluster.call(slotOf(head[3]), command, late) : this.client.call(command, late);
   }
 
   private verdictOf(key: KeyEntry, id: string, subnet: number, reply: Reply, monoMs: number): Verdict {
@@ -160,7 +192,8 @@ export class RedisLimiter implements Limiter {
   private undoIfAccepted(key: KeyEntry, subnet: string, reply: Reply): void {
     if (!Array.isArray(reply) || reply[0] !== 0) return;
     this.undone++;
-    this.client.call(['FCALL', UNDO_FUNCTION_NAME, '3', ...keysOf(key.id), String(reply[6]), subnet]).catch((err: Error) => {
+    const command = ['FCALL', UNDO_FUNCTION_NAME, '3', ...keysOf(key.id), String(reply[6]), subnet];
+    this.send(command, command).catch((err: Error) => {
       this.o.log.warn({ event: 'limiter_undo_failed', key: key.label, reason: err.message }, 'a request answered 503 could not be taken back in Redis');
     });
   }
@@ -178,9 +211,19 @@ export class RedisLimiter implements Limiter {
   /** Connected: the function is loaded (again) before any admission is sent. */
   private async ready(): Promise<void> {
     try {
-      await this.load();
       const [s, us] = (await this.client.call(['TIME'])) as [string, string];
       this.readClock(Number(s) * 1000 + Math.floor(Number(us) / 1000), this.o.clock.monotonicMs());
+      // A node of a Redis Cluster answers with its slot map (a replica too: it is only asked the map); one Redis says clustering is off.
+      const slots = await this.client.call(['CLUSTER', 'SLOTS']).catch(() => null);
+      if (Array.isArray(slots) && slots.length > 0) {
+        if (this.closed || this.cluster) return;
+        this.cluster = new ClusterLink({ seed: this.o.url, timeoutMs: this.o.timeoutMs, prepare: async (call) => void (await call(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY])) });
+        this.cluster.start(slots);
+        void this.client.close();
+        this.o.log.info({ event: 'limiter_cluster', url: maskUrl(this.o.url), primaries: this.cluster.primaries }, `Redis Cluster found: ${this.cluster.primaries} primaries`);
+      } else {
+        await this.load();
+      }
       this.markUp();
     } catch (err) {
       this.down((err as Error).message);

@@ -10,7 +10,7 @@ export function healthReport(feed: SnapshotFeed, life: Lifecycle): { ready: bool
   // What the snapshot origin and a shared limiter say, when there are any (README, Several instances).
   const extra = {
     ...(o ? { origin: { url: o.url, downloads: o.downloads, not_modified: o.notModified, last_error: o.lastError } } : {}),
-    ...(redis ? { limiter: { kind: 'redis', up: redis.up, fallback: redis.fallbacks, last_error: redis.lastError } } : {}),
+    ...(redis ? { limiter: { kind: 'redis', mode: redis.mode, nodes: redis.nodes, up: redis.up, fallback: redis.fallbacks, last_error: redis.lastError } } : {}),
   };
   const store = feed.current;
   if (life.draining) return { ready: false, body: JSON.stringify({ status: 'draining', ...extra }) };

@@ -63,6 +63,8 @@ export class Metrics {
     gauge('proxylist_compressions_waiting', 'Compressions waiting for their turn (a few run at once)', () => bodies.slots.waiting);
     gauge('proxylist_requests_held', 'Requests with wait held until their answer changes', () => waiters.count);
     gauge('proxylist_limiter_up', '1 while the usage limiter answers (always, in memory; with Redis, while Redis does)', () => (life.limiter === null || life.limiter.up ? 1 : 0));
+    counterFrom({ name: 'proxylist_limiter_redirections_total', help: 'MOVED and ASK redirections a Redis Cluster answered and the limiter followed' }, () => life.limiter?.redirections ?? 0);
+    counterFrom({ name: 'proxylist_limiter_map_refreshes_total', help: 'Slot maps of a Redis Cluster read' }, () => life.limiter?.mapRefreshes ?? 0);
     counterFrom({ name: 'proxylist_limiter_undone_total', help: 'Requests Redis accepted after this instance had answered them 503, taken back' }, () => life.limiter?.undone ?? 0);
     counterFrom({ name: 'proxylist_limiter_fallback_total', help: 'Admissions decided in memory while the Redis limiter was down (--limiter-fallback memory)' }, () => life.limiter?.fallbacks ?? 0);
     gauge('proxylist_accept_paused', '1 while new connections are refused for want of file descriptors', () => (life.listener?.paused ? 1 : 0));

@@ -70,7 +70,7 @@ test('SIGTERM to one instance under load: it drains, and no request is lost', as
       health = await res.json();
       return res.status === 503;
     }, 2000, 'draining');
-    assert.equal(health, { status: 'draining', limiter: { kind: 'redis', up: true, fallback: 0, last_error: null } });
+    assert.equal(health, { status: 'draining', limiter: { kind: 'redis', mode: 'single', nodes: 1, up: true, fallback: 0, last_error: null } });
     const code = await exitWithin(instances[0], 20_000);
     const drainedMs = performance.now() - stoppedAt;
     await load;
