@@ -24,6 +24,12 @@ export interface RedisConnectionOptions {
   url: string;
   /** Longest wait for a reply, and for a connection. */
   timeoutMs: number;
+  /** Where to connect, asked before each attempt (a Sentinel's primary, the next seed); the URL's host and port otherwise. */
+  target?: () => Promise<{ host: string; port: number }>;
+  /** Run after the handshake, before 'ready': a rejection drops the connection (a node that is not the primary). */
+  check?: (call: (command: string[]) => Promise<RespReply>) => Promise<void>;
+  /** Receives the messages of a subscribed connection (`['message', channel, payload]`). */
+  onMessage?: (channel: string, payload: string) => void;
 }
 
 const INCOMPLETE = Symbol('incomplete');
@@ -55,7 +61,10 @@ class Channel {
   /** Given up: it takes no command, and closes once every reply came or LINGER_MS passed. */
   lingering = false;
 
-  constructor(readonly socket: Socket) {}
+  constructor(
+    readonly socket: Socket,
+    private readonly onMessage: ((channel: string, payload: string) => void) | undefined,
+  ) {}
 
   /** Parses what came; false when the stream cannot be read on (the socket is then destroyed). */
   read(chunk: Buffer): boolean {
@@ -71,6 +80,11 @@ class Channel {
       }
       if (parsed === INCOMPLETE) break;
       pos = parsed.end;
+      const v = parsed.value;
+      if (this.onMessage && Array.isArray(v) && v[0] === 'message') {
+        this.onMessage(String(v[1]), String(v[2]));
+        continue;
+      }
       const p = this.pending[this.head++];
       if (!p) {
         this.socket.destroy(new Error('a reply from Redis that no command asked for'));
@@ -127,6 +141,7 @@ export class RedisConnection extends EventEmitter {
   private ready = false;
   private closed = false;
   private retries = 0;
+  private connecting = false;
   private reconnectTimer: NodeJS.Timeout | null = null;
   private timeoutTimer: NodeJS.Timeout | null = null;
   /** Connections given up that still read the replies of what they sent. */
@@ -134,8 +149,8 @@ export class RedisConnection extends EventEmitter {
   /** Commands written since the last flush: they go out together, after the current I/O callbacks. */
   private outbox: string[] = [];
   private flushing: NodeJS.Immediate | null = null;
-  private readonly host: string;
-  private readonly port: number;
+  private host: string;
+  private port: number;
   private readonly tls: boolean;
   private readonly handshake: string[][];
 
@@ -157,13 +172,56 @@ export class RedisConnection extends EventEmitter {
     return this.ready;
   }
 
+  /** Connected, or on the way to be (not waiting for the next attempt). */
+  get busy(): boolean {
+    return this.ch !== null || this.connecting;
+  }
+
+  /** The address connected to, or last tried: host:port. */
+  get address(): string {
+    return `${this.host}:${this.port}`;
+  }
+
   connect(): void {
-    if (this.closed || this.ch) return;
+    if (this.closed || this.ch || this.connecting) return;
+    if (!this.o.target) return this.open();
+    this.connecting = true;
+    this.o.target().then(
+      ({ host, port }) => {
+        this.connecting = false;
+        this.host = host;
+        this.port = port;
+        this.open();
+      },
+      (err: Error) => {
+        this.connecting = false;
+        this.retryLater(err);
+      },
+    );
+  }
+
+  /**
+   * Drops the connection (its pending commands fail) and makes it again:
+   * at once, as when the primary moved, or after the usual pause.
+   */
+  reconnect(reason: string, now: boolean): void {
+    if (this.closed) return;
+    if (now) this.retries = 0;
+    if (this.ch) return this.lost(this.ch, new Error(reason), now);
+    if (now && this.reconnectTimer) {
+      clearTimeout(this.reconnectTimer);
+      this.reconnectTimer = null;
+      this.connect();
+    }
+  }
+
+  private open(): void {
+    if (this.closed) return;
     const socket = this.tls
       ? tlsConnect({ host: this.host, port: this.port, servername: isIP(this.host) ? undefined : this.host })
       : createConnection({ host: this.host, port: this.port });
     socket.setNoDelay(true);
-    const ch = new Channel(socket);
+    const ch = new Channel(socket, this.o.onMessage);
     this.ch = ch;
     socket.setTimeout(Math.max(1000, this.o.timeoutMs), () => socket.destroy(new Error(`no connection to ${this.host}:${this.port} in time`)));
     socket.on('data', (chunk: Buffer) => {
@@ -174,7 +232,7 @@ export class RedisConnection extends EventEmitter {
     socket.on('close', () => this.lost(ch, new Error('connection to Redis closed')));
     socket.once(this.tls ? 'secureConnect' : 'connect', () => {
       socket.setTimeout(0);
-      void this.greet();
+      void this.greet(ch);
     });
   }
 
@@ -201,14 +259,16 @@ export class RedisConnection extends EventEmitter {
     });
   }
 
-  private async greet(): Promise<void> {
+  private async greet(ch: Channel): Promise<void> {
     try {
       for (const command of this.handshake) await this.send(command);
+      if (this.o.check) await this.o.check((command) => this.send(command));
+      if (this.ch !== ch) return;
       this.ready = true;
       this.retries = 0;
       this.emit('ready');
     } catch (err) {
-      this.ch?.socket.destroy(err as Error);
+      if (this.ch === ch) this.lost(ch, err as Error);
     }
   }
 
@@ -272,7 +332,7 @@ export class RedisConnection extends EventEmitter {
     this.lost(ch, err);
   }
 
-  private lost(ch: Channel, err: Error): void {
+  private lost(ch: Channel, err: Error, now = false): void {
     if (this.ch !== ch) return;
     this.ch = null;
     this.ready = false;
@@ -281,9 +341,15 @@ export class RedisConnection extends EventEmitter {
     if (!ch.lingering) ch.socket.destroy();
     if (this.timeoutTimer) clearTimeout(this.timeoutTimer);
     this.timeoutTimer = null;
+    this.retryLater(err, now);
+  }
+
+  /** Tells of `err`, and connects again after a pause that grows with each failure (none when `now`). */
+  private retryLater(err: Error, now = false): void {
     if (this.closed) return;
     this.emit('error', err);
-    const pause = Math.min(100 * 2 ** this.retries++, 2000);
+    const pause = now ? 0 : Math.min(100 * 2 ** this.retries++, 2000);
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = null;
       this.connect();

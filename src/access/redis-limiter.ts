@@ -6,7 +6,9 @@ import { UNAVAILABLE, refusal, type Allowance, type LimitReason, type Limiter, t
 import { ClusterLink } from './redis-cluster.js';
 import { RedisConnection, type RespReply } from './redis-connection.js';
 import { FUNCTION_NAME, LIBRARY, UNDO_FUNCTION_NAME, keysOf } from './redis-function.js';
+import { SentinelWatch } from './redis-sentinel.js';
 import { slotOf } from './redis-slot.js';
+import { parseLimiterUrl } from './redis-topology.js';
 
 export const DEFAULT_LIMITER_TIMEOUT_MS = 100;
 /** How often a Redis that stopped answering in time is asked again. */
@@ -28,6 +30,7 @@ interface Remembered {
 }
 
 export interface RedisLimiterOptions {
+  /** One Redis or a Cluster's seeds (comma-separated URLs), or redis-sentinel://... (see parseLimiterUrl). */
   url: string;
   timeoutMs: number;
   /** Enforces the limits alone while Redis is down; null answers 503 instead. */
@@ -70,9 +73,29 @@ export class RedisLimiter implements Limiter {
   private clockReadAt = 0;
   /** With a Redis Cluster, found at connect: its primaries; the first connection then only served to find it. */
   private cluster: ClusterLink | null = null;
+  /** With Sentinels: they name the primary that `client` connects to. */
+  private readonly sentinel: SentinelWatch | null = null;
+  /** The first seed's URL: its scheme and credentials are those of every node. */
+  private readonly seedUrl: string;
 
   constructor(private readonly o: RedisLimiterOptions) {
-    this.client = new RedisConnection({ url: o.url, timeoutMs: o.timeoutMs });
+    const topology = parseLimiterUrl(o.url);
+    if (topology.kind === 'sentinel') {
+      const sentinel = new SentinelWatch({ ...topology, timeoutMs: o.timeoutMs, onSwitch: (addr) => this.switchTo(addr) });
+      this.sentinel = sentinel;
+      this.seedUrl = topology.primaryUrl;
+      this.client = new RedisConnection({ url: topology.primaryUrl, timeoutMs: o.timeoutMs, target: () => sentinel.primary(), check: checkPrimary });
+    } else {
+      // Each attempt tries the next seed: any one of them answers for a Cluster, and a single Redis is the first that is a primary.
+      const seeds = topology.urls.map((u) => new URL(u));
+      let next = 0;
+      const target = async () => {
+        const u = seeds[next++ % seeds.length];
+        return { host: u.hostname.replace(/^\[(.*)\]$/, '$1'), port: u.port ? Number(u.port) : 6379 };
+      };
+      this.seedUrl = topology.urls[0];
+      this.client = new RedisConnection({ url: this.seedUrl, timeoutMs: o.timeoutMs, target: seeds.length > 1 ? target : undefined });
+    }
     this.client.on('error', (err: Error) => {
       if (!this.cluster) this.down(err.message);
     });
@@ -82,6 +105,7 @@ export class RedisLimiter implements Limiter {
 
   /** Connects in the background: the server serves meanwhile, limited keys get 503 (or the fallback). */
   start(): void {
+    this.sentinel?.start();
     this.client.connect();
   }
 
@@ -89,13 +113,21 @@ export class RedisLimiter implements Limiter {
     this.closed = true;
     clearInterval(this.sweeper);
     if (this.prober) clearInterval(this.prober);
-    await Promise.all([this.client.close(), this.cluster?.close()]);
+    await Promise.all([this.client.close(), this.cluster?.close(), this.sentinel?.close()]);
   }
 
-  /** One Redis, or a Cluster (README, Several instances). */
-  get mode(): 'single' | 'cluster' {
-    return this.cluster ? 'cluster' : 'single';
+  /** One Redis, a Cluster, or a primary named by Sentinels (README, Several instances). */
+  get mode(): 'single' | 'cluster' | 'sentinel' {
+    return this.cluster ? 'cluster' : this.sentinel ? 'sentinel' : 'single';
   }
+
+  /** The Redis that admissions go to (host:port), but with a Cluster. */
+  get primary(): string | null {
+    return this.cluster ? null : this.client.address;
+  }
+
+  /** Failovers the Sentinels announced, followed by moving the connection to the new primary. */
+  switches = 0;
 
   /** Primaries in use. */
   get nodes(): number {
@@ -136,6 +168,8 @@ export class RedisLimiter implements Limiter {
         // With a Cluster, a failing primary affects only its slots: the cluster link keeps track of it.
         if (!this.cluster) this.down(err.message);
         else this.lastError = err.message;
+        // A primary demoted under this connection: the Sentinels (or the next seed) name the one to use.
+        if (!this.cluster && /^READONLY/.test(err.message)) this.client.reconnect(err.message, false);
         return this.unavailable(key, subnet, nowMs, monoMs);
       },
     );
@@ -214,20 +248,31 @@ export class RedisLimiter implements Limiter {
       const [s, us] = (await this.client.call(['TIME'])) as [string, string];
       this.readClock(Number(s) * 1000 + Math.floor(Number(us) / 1000), this.o.clock.monotonicMs());
       // A node of a Redis Cluster answers with its slot map (a replica too: it is only asked the map); one Redis says clustering is off.
-      const slots = await this.client.call(['CLUSTER', 'SLOTS']).catch(() => null);
+      const slots = this.sentinel ? null : await this.client.call(['CLUSTER', 'SLOTS']).catch(() => null);
       if (Array.isArray(slots) && slots.length > 0) {
         if (this.closed || this.cluster) return;
-        this.cluster = new ClusterLink({ seed: this.o.url, timeoutMs: this.o.timeoutMs, prepare: async (call) => void (await call(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY])) });
+        this.cluster = new ClusterLink({ seed: this.seedUrl, timeoutMs: this.o.timeoutMs, prepare: async (call) => void (await call(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY])) });
         this.cluster.start(slots);
         void this.client.close();
         this.o.log.info({ event: 'limiter_cluster', url: maskUrl(this.o.url), primaries: this.cluster.primaries }, `Redis Cluster found: ${this.cluster.primaries} primaries`);
       } else {
+        // Admissions write: a replica named as the one Redis is refused (and the next seed tried).
+        if (!this.sentinel) await checkPrimary((command) => this.client.call(command));
         await this.load();
       }
       this.markUp();
     } catch (err) {
       this.down((err as Error).message);
+      if (err instanceof NotPrimary) this.client.reconnect(err.message, false);
     }
+  }
+
+  /** The Sentinels announced a new primary: the connection moves there at once, unless it already did. */
+  private switchTo(addr: string): void {
+    if (this.client.address === addr && this.client.busy) return;
+    this.switches++;
+    this.o.log.info({ event: 'limiter_switch', primary: addr }, `the Sentinels switched the primary to ${addr}`);
+    this.client.reconnect(`the Sentinels switched the primary to ${addr}`, true);
   }
 
   private markUp(): void {
@@ -255,4 +300,12 @@ export class RedisLimiter implements Limiter {
   private sweep(monoMs: number): void {
     for (const [id, r] of this.refused) if (r.untilMs <= monoMs) this.refused.delete(id);
   }
+}
+
+class NotPrimary extends Error {}
+
+/** ROLE: admissions are written only to a primary. */
+async function checkPrimary(call: (command: string[]) => Promise<RespReply>): Promise<void> {
+  const role = await call(['ROLE']);
+  if (!Array.isArray(role) || role[0] !== 'master') throw new NotPrimary(`the node is a ${Array.isArray(role) ? String(role[0]) : 'server of unknown role'}, not a primary`);
 }

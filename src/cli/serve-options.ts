@@ -3,6 +3,7 @@ import { maskUrl } from '../core/secret-url.js';
 import { DEFAULT_SNAPSHOT_MAX_MB } from '../snapshot/origin.js';
 import { LOG_LEVELS } from '../core/log.js';
 import { DEFAULT_LIMITER_TIMEOUT_MS } from '../access/redis-limiter.js';
+import { parseLimiterUrl } from '../access/redis-topology.js';
 import { integerOption } from './args.js';
 import { DEFAULT_CACHE_BYTES, DEFAULT_DRAIN_S, DEFAULT_METRICS_ALLOW, DEFAULT_SNAPSHOT_POLL_S, DEFAULT_WHOLE_BODIES_BYTES, type ServeOptions } from '../server.js';
 
@@ -53,9 +54,16 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { name: 'cache-mb', value: 'N', shown: String(DEFAULT_CACHE_BYTES / MB), help: 'response cache size in MB; 0 turns it off', apply: (o, raw) => (o.cacheBytes = integerOption('cache-mb', raw, DEFAULT_CACHE_BYTES / MB, 0, 65536) * MB) },
   { name: 'bodies-mb', value: 'N', shown: String(DEFAULT_WHOLE_BODIES_BYTES / MB), help: 'memory in MB for bodies in flight (kept whole while read, chunks, compressed bytes); past it, bodies go through a ring of chunks', apply: (o, raw) => (o.wholeBodiesBytes = integerOption('bodies-mb', raw, DEFAULT_WHOLE_BODIES_BYTES / MB, 0, 65536) * MB) },
   {
-    name: 'limiter', value: 'memory|URL', shown: 'memory', help: 'the usage limiter: in memory, or redis://[user:password@]host:port[/db] shared by instances (rediss:// for TLS); a password belongs in the environment, not on the command line',
+    name: 'limiter', value: 'memory|URL', shown: 'memory', help: 'the usage limiter: in memory, or shared by instances: redis://[user:password@]host:port[/db] (rediss:// for TLS), a comma-separated list of a Cluster\'s nodes, or redis-sentinel://[user:password@]host:port,host:port/NAME; a password belongs in the environment, not on the command line',
     apply: (o, raw) => {
-      if (raw !== undefined && raw !== 'memory' && !/^rediss?:\/\/./.test(raw)) throw new CodedError('E_USAGE', `--limiter must be memory or a redis:// URL, not "${maskUrl(raw)}"`);
+      if (raw !== undefined && raw !== 'memory') {
+        if (!/^(rediss?|redis-sentinel):\/\/./.test(raw)) throw new CodedError('E_USAGE', `--limiter must be memory, a redis:// URL or a redis-sentinel:// URL, not "${maskUrl(raw)}"`);
+        try {
+          parseLimiterUrl(raw);
+        } catch (err) {
+          throw new CodedError('E_USAGE', `--limiter: ${(err as Error).message}`);
+        }
+      }
       o.limiter = raw ?? 'memory';
     },
   },

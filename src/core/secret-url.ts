@@ -10,6 +10,8 @@ const MASK = '***';
 
 /** The URL as it may be shown: user, password and every query value replaced by ***. */
 export function maskUrl(url: string): string {
+  // A list of Redis seeds: each masked.
+  if (url.includes(',') && /^rediss?:\/\/[^,]*,rediss?:\/\//.test(url)) return url.split(',').map(maskUrl).join(',');
   let u: URL;
   try {
     u = new URL(url);

@@ -65,6 +65,7 @@ export class Metrics {
     gauge('proxylist_limiter_up', '1 while the usage limiter answers (always, in memory; with Redis, while Redis does)', () => (life.limiter === null || life.limiter.up ? 1 : 0));
     counterFrom({ name: 'proxylist_limiter_redirections_total', help: 'MOVED and ASK redirections a Redis Cluster answered and the limiter followed' }, () => life.limiter?.redirections ?? 0);
     counterFrom({ name: 'proxylist_limiter_map_refreshes_total', help: 'Slot maps of a Redis Cluster read' }, () => life.limiter?.mapRefreshes ?? 0);
+    counterFrom({ name: 'proxylist_limiter_switches_total', help: 'Failovers the Sentinels announced and the limiter followed' }, () => life.limiter?.switches ?? 0);
     counterFrom({ name: 'proxylist_limiter_undone_total', help: 'Requests Redis accepted after this instance had answered them 503, taken back' }, () => life.limiter?.undone ?? 0);
     counterFrom({ name: 'proxylist_limiter_fallback_total', help: 'Admissions decided in memory while the Redis limiter was down (--limiter-fallback memory)' }, () => life.limiter?.fallbacks ?? 0);
     gauge('proxylist_accept_paused', '1 while new connections are refused for want of file descriptors', () => (life.listener?.paused ? 1 : 0));

@@ -110,7 +110,10 @@ test('every serve option falls back to PROXYLIST_<NAME>, and a bad value is one 
   for (const [env, message] of [
     ['PROXYLIST_DRAIN_S=soon', '--drain-s must be an integer from 0 to 3600, not "soon"'],
     ['PROXYLIST_CACHE_MB=-1', '--cache-mb must be an integer from 0 to 65536, not "-1"'],
-    ['PROXYLIST_LIMITER=mysql://x', '--limiter must be memory or a redis:// URL, not "mysql://x"'],
+    ['PROXYLIST_LIMITER=mysql://x', '--limiter must be memory, a redis:// URL or a redis-sentinel:// URL, not "mysql://x"'],
+    ['PROXYLIST_LIMITER=redis-sentinel://127.0.0.1:26379', '--limiter: a Sentinel URL is redis-sentinel://[user:password@]host:port[,host:port...]/NAME'],
+    ['PROXYLIST_LIMITER=redis-sentinel://u:s3cret@s1:26379,s2:99999/main', '--limiter: "s2:99999" is not a Sentinel\'s host:port'],
+    ['PROXYLIST_LIMITER=redis://u:s3cret@a:6379,http://b:6379', '--limiter: each of a list of seeds must be a redis:// or rediss:// URL (not "http://b:6379")'],
     ['PROXYLIST_LIMITER_FALLBACK=disk', '--limiter-fallback must be deny or memory, not "disk"'],
     ['PROXYLIST_STATE=/tmp/x.json PROXYLIST_LIMITER=redis://127.0.0.1:1', '--state cannot be used with --limiter redis://...: Redis keeps the usage'],
   ]) {
@@ -119,6 +122,7 @@ test('every serve option falls back to PROXYLIST_<NAME>, and a bad value is one 
     assert.is(run.status, 2, env);
     assert.is(run.stderr.trim().split('\n').length, 1, run.stderr);
     assert.match(run.stderr, message);
+    assert.not.match(run.stderr, 's3cret');
   }
 });
 

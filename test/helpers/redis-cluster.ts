@@ -1,20 +1,24 @@
 import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { needCommand } from './cli.js';
 import { RedisServer } from './redis.js';
 import { eventually } from './server.js';
 
+/** deploy/redis-cluster.conf: the tests' cluster is made of it. */
+export const CLUSTER_CONF = fileURLToPath(new URL('../../../deploy/redis-cluster.conf', import.meta.url));
+
 /**
  * A real Redis Cluster on loopback: `primaries` primaries with one replica
- * each, made by `redis-cli --cluster create`, with a short node timeout so
- * that a failover takes about a second.
+ * each, started from deploy/redis-cluster.conf and made by `redis-cli
+ * --cluster create` as it says, with a shorter node timeout so that a
+ * failover takes about a second.
  */
 export class RedisCluster {
   private constructor(readonly nodes: RedisServer[]) {}
 
   static async start(primaries = 3): Promise<RedisCluster> {
     needCommand('redis-cli', 'redis-tools');
-    const options = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '1000'];
-    const nodes = await Promise.all(Array.from({ length: primaries * 2 }, () => RedisServer.start(options)));
+    const nodes = await Promise.all(Array.from({ length: primaries * 2 }, () => RedisServer.start(['--cluster-node-timeout', '1000'], CLUSTER_CONF)));
     const c = new RedisCluster(nodes);
     const made = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
     if (made.status !== 0) {

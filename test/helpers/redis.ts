@@ -1,4 +1,6 @@
+import { copyFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
+import { join } from 'node:path';
 import { freePorts, needCommand } from './cli.js';
 import { GroupServer } from './group-server.js';
 import { eventually } from './server.js';
@@ -9,15 +11,19 @@ import { eventually } from './server.js';
  * faketime: libfaketime and Redis's jemalloc deadlock at start.)
  */
 export class RedisServer extends GroupServer {
-  private constructor(readonly port: number, private readonly extraArgs: string[]) {
+  private constructor(readonly port: number, private readonly extraArgs: string[], private readonly conf: string | null) {
     super('SIGTERM');
   }
 
-  /** `extraArgs`: more of redis-server's options, such as those of a cluster node. */
-  static async start(extraArgs: string[] = []): Promise<RedisServer> {
+  /**
+   * `extraArgs`: more of redis-server's options, such as those of a cluster
+   * node; `conf`: a config file to start from (one of deploy/), whose
+   * persistence is then kept.
+   */
+  static async start(extraArgs: string[] = [], conf: string | null = null): Promise<RedisServer> {
     needCommand('redis-server', 'redis-server');
     const [port] = await freePorts(1);
-    const r = new RedisServer(port, extraArgs);
+    const r = new RedisServer(port, extraArgs, conf);
     await r.run();
     return r;
   }
@@ -28,7 +34,11 @@ export class RedisServer extends GroupServer {
 
   /** Starts it (again) on its port; resolves once it answers PING. */
   async run(): Promise<void> {
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, ...this.extraArgs];
+    const persistence = this.conf ? [] : ['--save', '', '--appendonly', 'no'];
+    // A copy: Sentinel has Redis rewrite its config file (CONFIG REWRITE) when it reconfigures it.
+    const conf = this.conf ? join(this.dir, 'redis.conf') : null;
+    if (conf) copyFileSync(this.conf!, conf);
+    const args = [...(conf ? [conf] : []), '--port', String(this.port), '--bind', '127.0.0.1', ...persistence, '--dir', this.dir, ...this.extraArgs];
     this.spawn('redis-server', args);
     await eventually(() => this.ping(), 10_000, `redis-server on ${this.port}`);
   }
