@@ -9,12 +9,18 @@
  * - S4: three instances behind deploy/haproxy.cfg under the mix, one stopped
  *   with SIGTERM, then one killed with SIGKILL: failed requests at the client;
  * - redis-benchmark of the admission function alone: FCALLs per second one
- *   Redis core takes.
+ *   Redis core takes;
+ * - S5: admissions per second (every request one accepted FCALL) of one
+ *   instance against one Redis, and against a Cluster of three primaries
+ *   (and three replicas) made from deploy/redis-cluster.conf; how the
+ *   FCALLs spread over the primaries, and what each costs its primary.
+ *   Every Redis shares the load core here, so the Cluster shows its spread
+ *   and its cost, not its capacity (README, Several instances).
  * Instances on core 0; wrk, haproxy and Redis on core 1.
  * Run: npm run bench:cluster
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +34,8 @@ const RECORDS = 100_000;
 const RUNS = 3;
 const SECONDS = 10;
 const LIMITED_KEYS = 10_000;
+const ADMIT_KEYS = 2000;
+const CLUSTER_CONF = fileURLToPath(new URL('../../deploy/redis-cluster.conf', import.meta.url));
 const HAPROXY_CONFIG = fileURLToPath(new URL('../../deploy/haproxy.cfg', import.meta.url));
 
 const work = mkdtempSync(join(tmpdir(), 'proxylist-bench-cluster-'));
@@ -43,8 +51,18 @@ try {
   const keys = join(work, 'keys.json');
   generateSnapshot(snapshot, RECORDS, Math.floor(Date.now() / 1000));
   const limited = Array.from({ length: LIMITED_KEYS }, (_, i) => `limited-${i}`);
-  writeFileSync(keys, JSON.stringify({ keys: [{ key: BENCH_KEY, limits: { per_window: null, daily: null, subnets: null } }, ...limited.map((key) => ({ key }))] }));
-  const [redisPort, memoryPort, redisLimitedPort, lbPort, ...clusterPorts] = await freePorts(7);
+  // Keys whose every request is admitted: one accepted FCALL each.
+  const admitting = Array.from({ length: ADMIT_KEYS }, (_, i) => `admit-${i}`);
+  writeFileSync(keys, JSON.stringify({
+    keys: [
+      { key: BENCH_KEY, limits: { per_window: null, daily: null, subnets: null } },
+      ...limited.map((key) => ({ key })),
+      ...admitting.map((key) => ({ key, limits: { per_window: null, daily: 1_000_000_000, subnets: null } })),
+    ],
+  }));
+  const [redisPort, memoryPort, redisLimitedPort, lbPort, clusterInstancePort, ...ports] = await freePorts(14);
+  const clusterPorts = ports.slice(0, 3);
+  const nodePorts = ports.slice(3, 9);
   pinned(LOAD_CORE, 'redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', work]);
   const redisUrl = `redis://127.0.0.1:${redisPort}`;
   const serve = (port: number, extra: string[]) => {
@@ -96,7 +114,33 @@ try {
   const bench = execFileSync('taskset', ['-c', LOAD_CORE, 'redis-benchmark', '-p', String(redisPort), '-q', '-c', '50', '-n', '200000', '-r', '1000000',
     'FCALL', FUNCTION_NAME, '3', '{pl:__rand_int__}:w', '{pl:__rand_int__}:d', '{pl:__rand_int__}:n', '2', '5000', '34560', '10', '__rand_int__', '-1']).toString();
   const fcallPerS = Number(/([\d.]+) requests per second/.exec(bench)?.[1] ?? 0);
+
+  // S5: admissions per second, one Redis against a Cluster of three primaries.
+  const admitPaths = admitting.map((k) => `/api?key=${k}&type=http&count=10`);
+  const singleBefore = await fcallStats();
+  const s5Single = wrk(redisLimitedPort, admitPaths, SECONDS, work, { tag: 's5-single' });
+  const singleAfter = await fcallStats();
   await redis.close();
+  for (const port of nodePorts) {
+    const dir = join(work, `node-${port}`);
+    mkdirSync(dir);
+    pinned(LOAD_CORE, 'redis-server', [CLUSTER_CONF, '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'no', '--save', '']);
+  }
+  await sleep(500);
+  execFileSync('redis-cli', ['--cluster', 'create', ...nodePorts.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { stdio: 'ignore' });
+  const nodeCli = (port: number, ...command: string[]) => execFileSync('redis-cli', ['-p', String(port), ...command]).toString();
+  for (let i = 0; i < 100 && !nodePorts.every((p) => nodeCli(p, 'CLUSTER', 'INFO').includes('cluster_state:ok')); i++) await sleep(200);
+  serve(clusterInstancePort, ['--limiter', nodePorts.map((p) => `redis://127.0.0.1:${p}`).join(',')]);
+  await waitFor(`http://127.0.0.1:${clusterInstancePort}/health`, 60_000, (s) => s === 200);
+  await waitFor(`http://127.0.0.1:${clusterInstancePort}/api?key=admit-0&count=1`, 30_000, (s) => s === 200);
+  const nodeFcalls = () => nodePorts.map((p) => {
+    const m = /cmdstat_fcall:calls=(\d+),usec=(\d+)/.exec(nodeCli(p, 'INFO', 'commandstats'));
+    return { calls: Number(m?.[1] ?? 0), usec: Number(m?.[2] ?? 0) };
+  });
+  const perNodeBefore = nodeFcalls();
+  const s5Cluster = wrk(clusterInstancePort, admitPaths, SECONDS, work, { tag: 's5-cluster' });
+  const perNodeDelta = nodeFcalls().map((n, i) => ({ calls: n.calls - perNodeBefore[i].calls, usec: n.usec - perNodeBefore[i].usec })).filter((n) => n.calls > 0);
+  const perNode = perNodeDelta.map((n) => n.calls);
 
   // S4: three instances behind haproxy, one stopped, then one killed.
   const config = join(work, 'haproxy.cfg');
@@ -131,6 +175,15 @@ try {
     },
     S3_one_key_hammered: { requests: hammer.requests, accepted, refused, fcalls: s3Calls, fcalls_per_refused_beyond_first: refused > 0 ? Math.round((Math.max(0, s3Calls - accepted - 1) / refused) * 10000) / 10000 : 0 },
     redis_benchmark_fcall_per_s: fcallPerS,
+    S5_admissions: {
+      one_redis: { rps: s5Single.rps, p99_ms: s5Single.p99_ms, non_2xx: s5Single.errors, fcalls: singleAfter.calls - singleBefore.calls, usec_per_fcall: round2((singleAfter.usec - singleBefore.usec) / (singleAfter.calls - singleBefore.calls)) },
+      cluster_3_primaries: {
+        rps: s5Cluster.rps, p99_ms: s5Cluster.p99_ms, non_2xx: s5Cluster.errors,
+        fcalls_per_primary: perNode, largest_share: round2(Math.max(...perNode) / perNode.reduce((a, b) => a + b, 0)),
+        usec_per_fcall_per_primary: perNodeDelta.map((n) => round2(n.usec / n.calls)),
+      },
+      ratio: round2(s5Cluster.rps / s5Single.rps),
+    },
     S4_drill: { sigterm, sigkill },
   };
   writeResult('cluster', result);

@@ -36,11 +36,19 @@ export interface DailyState {
  * decided at once when the limiter can (always in memory), or later, after
  * a round trip.
  */
+/** A key's usage of the current day; null where the limiter does not count it. */
+export interface UsageToday {
+  today: number | null;
+  subnets: number | null;
+}
+
 export interface Limiter {
   /** The limit checks of the README's Errors: subnet, frequency, daily; counts the request only if all pass. */
   admit(key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict | Promise<Verdict>;
   /** What the key has left, for verdicts that do not carry it; null when not known. */
   allowance(key: KeyEntry, nowMs: number, monoMs: number): Allowance | null;
+  /** The usage of the day of each of `keys`, by key id (GET /usage); rejects when the shared state cannot be read now. */
+  usage(keys: readonly KeyEntry[], nowMs: number): Promise<Map<string, UsageToday>>;
 }
 
 /**
@@ -95,15 +103,15 @@ class KeyUsage {
 export class MemoryLimiter implements Limiter {
   /** Called after every change of what exportDay returns. */
   onChange: () => void = () => undefined;
-  private readonly usage = new Map<string, KeyUsage>();
+  private readonly byKey = new Map<string, KeyUsage>();
 
   get trackedKeys(): number {
-    return this.usage.size;
+    return this.byKey.size;
   }
 
   private usageOf(key: KeyEntry, nowMs: number): KeyUsage {
-    let u = this.usage.get(key.id);
-    if (!u) this.usage.set(key.id, (u = new KeyUsage()));
+    let u = this.byKey.get(key.id);
+    if (!u) this.byKey.set(key.id, (u = new KeyUsage()));
     u.rollover(serviceDay(nowMs));
     return u;
   }
@@ -130,6 +138,18 @@ export class MemoryLimiter implements Limiter {
     return OK;
   }
 
+  /** This instance's counts; subnets are kept only for keys with a subnet limit. */
+  async usage(keys: readonly KeyEntry[], nowMs: number): Promise<Map<string, UsageToday>> {
+    const today = serviceDay(nowMs);
+    const out = new Map<string, UsageToday>();
+    for (const key of keys) {
+      const u = this.byKey.get(key.id);
+      const current = u !== undefined && u.day === today;
+      out.set(key.id, { today: current ? u.count : 0, subnets: key.limits.subnets === null ? null : current ? u.subnets.length : 0 });
+    }
+    return out;
+  }
+
   allowance(key: KeyEntry, nowMs: number, monoMs: number): Allowance {
     const u = this.usageOf(key, nowMs);
     const { perWindow, windowS, daily } = key.limits;
@@ -152,7 +172,7 @@ export class MemoryLimiter implements Limiter {
   exportDay(nowMs: number): DailyState {
     const day = serviceDay(nowMs);
     const keys: DailyState['keys'] = {};
-    for (const [id, u] of this.usage) {
+    for (const [id, u] of this.byKey) {
       if (u.day === day && (u.count > 0 || u.subnets.length > 0)) keys[id] = { count: u.count, subnets: [...u.subnets] };
     }
     return { day, keys };
@@ -163,8 +183,8 @@ export class MemoryLimiter implements Limiter {
     const day = serviceDay(nowMs);
     if (state.day !== day) return false;
     for (const [id, saved] of Object.entries(state.keys)) {
-      let u = this.usage.get(id);
-      if (!u) this.usage.set(id, (u = new KeyUsage()));
+      let u = this.byKey.get(id);
+      if (!u) this.byKey.set(id, (u = new KeyUsage()));
       u.day = day;
       u.count = saved.count;
       u.subnets = [...saved.subnets];
@@ -175,10 +195,10 @@ export class MemoryLimiter implements Limiter {
   /** Drops what no longer matters: usage of an earlier day whose windows have passed. */
   prune(nowMs: number, monoMs: number, longestWindowMs: number): void {
     const day = serviceDay(nowMs);
-    for (const [id, u] of this.usage) {
+    for (const [id, u] of this.byKey) {
       let newest = -Infinity;
       for (const t of u.stamps) if (t > newest) newest = t;
-      if (u.day !== day && monoMs - newest >= longestWindowMs) this.usage.delete(id);
+      if (u.day !== day && monoMs - newest >= longestWindowMs) this.byKey.delete(id);
     }
   }
 }

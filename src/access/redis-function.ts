@@ -27,11 +27,16 @@
  * day, and its count in the subnet (the subnet goes once none is left).
  * Arguments: now_ms of the acceptance, the subnet ('' when not counted).
  *
+ * `usage` (read only): the day's count and subnets of one access key, 0
+ * and 0 when its day is not Redis's today. Keys: KEYS[2] and KEYS[3] above.
+ * Reply: {count, subnets}.
+ *
  * Every key expires by itself: the window after its length, the day's after
  * the day.
  */
 export const FUNCTION_NAME = 'proxylist_admit_v2';
 export const UNDO_FUNCTION_NAME = 'proxylist_undo_v2';
+export const USAGE_FUNCTION_NAME = 'proxylist_usage_v2';
 
 export const LIBRARY = `#!lua name=proxylist_v2
 local DAY_MS = 86400000
@@ -123,8 +128,17 @@ local function undo(keys, args)
   return 1
 end
 
+local function usage(keys, args)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local state = redis.call('HMGET', keys[1], 'd', 'n')
+  if tonumber(state[1]) ~= day_of(now) then return {0, 0} end
+  return {tonumber(state[2]) or 0, redis.call('HLEN', keys[2])}
+end
+
 redis.register_function('${FUNCTION_NAME}', admit)
 redis.register_function('${UNDO_FUNCTION_NAME}', undo)
+redis.register_function{function_name='${USAGE_FUNCTION_NAME}', callback=usage, flags={'no-writes'}}
 `;
 
 export const keysOf = (id: string): string[] => {

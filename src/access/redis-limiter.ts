@@ -2,10 +2,10 @@ import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import { maskUrl } from '../core/secret-url.js';
 import type { KeyEntry } from './keys.js';
-import { UNAVAILABLE, refusal, type Allowance, type LimitReason, type Limiter, type MemoryLimiter, type Verdict } from './limiter.js';
+import { UNAVAILABLE, refusal, type Allowance, type LimitReason, type Limiter, type MemoryLimiter, type UsageToday, type Verdict } from './limiter.js';
 import { ClusterLink } from './redis-cluster.js';
 import { RedisConnection, type RespReply } from './redis-connection.js';
-import { FUNCTION_NAME, LIBRARY, UNDO_FUNCTION_NAME, keysOf } from './redis-function.js';
+import { FUNCTION_NAME, LIBRARY, UNDO_FUNCTION_NAME, USAGE_FUNCTION_NAME, keysOf } from './redis-function.js';
 import { SentinelWatch } from './redis-sentinel.js';
 import { slotOf } from './redis-slot.js';
 import { parseLimiterUrl } from './redis-topology.js';
@@ -19,6 +19,8 @@ const SWEEP_MS = 60_000;
 const CLOCK_READING_MS = 10_000;
 const OK: Verdict = { ok: true };
 const PAST_DEADLINE = 4;
+/** Usage reads sent at a time: admissions on the same connections wait behind one batch at most. */
+const USAGE_BATCH = 256;
 
 type Reply = [verdict: number, retryMs: number, used: number, newestAgeMs: number, count: number, msToMidnight: number, nowMs: number];
 
@@ -179,19 +181,45 @@ export class RedisLimiter implements Limiter {
     return this.o.fallback && !this.up ? this.o.fallback.allowance(key, nowMs, monoMs) : null;
   }
 
-  /** One FCALL; the function is loaded again when Redis no longer has it (a restart without persistence, a flush). */
-  private async call(key: KeyEntry, args: string[], late: (reply: RespReply) => void): Promise<Reply> {
+  /** One FCALL to admit. */
+  private call(key: KeyEntry, args: string[], late: (reply: RespReply) => void): Promise<Reply> {
     let head = this.fcallHeads.get(key);
     if (!head) this.fcallHeads.set(key, (head = ['FCALL', FUNCTION_NAME, '3', ...keysOf(key.id)]));
-    const command = [...head, ...args];
-    const run = () => this.send(head, command, late) as Promise<Reply>;
+    return this.run(head, [...head, ...args], late) as Promise<Reply>;
+  }
+
+  /** A command of the library's; the library is loaded again when Redis no longer has it (a restart without persistence, a flush). */
+  private async run(head: string[], command: string[], late: ((reply: RespReply) => void) | null = null): Promise<RespReply> {
     try {
-      return await run();
+      return await this.send(head, command, late);
     } catch (err) {
       if (!/function not found/i.test((err as Error).message)) throw err;
       await this.send(head, ['FUNCTION', 'LOAD', 'REPLACE', LIBRARY]);
-      return run();
+      return this.send(head, command, late);
     }
+  }
+
+  /**
+   * The day's count and subnets of every limited key, read from the primary
+   * of each (one read-only FCALL per key, USAGE_BATCH at a time), on the
+   * day of Redis's clock, as admissions are; keys
+   * without limits never reach Redis, so their usage is not known.
+   */
+  async usage(keys: readonly KeyEntry[]): Promise<Map<string, UsageToday>> {
+    if (!this.up) throw new Error('Redis is down');
+    const out = new Map<string, UsageToday>();
+    const limited = keys.filter((k) => k.limits.perWindow !== null || k.limits.daily !== null || k.limits.subnets !== null);
+    for (const key of keys) out.set(key.id, { today: null, subnets: null });
+    for (let i = 0; i < limited.length; i += USAGE_BATCH) {
+      const batch = limited.slice(i, i + USAGE_BATCH);
+      const replies = await Promise.all(batch.map((key) => {
+        const [, day, subnets] = keysOf(key.id);
+        const command = ['FCALL_RO', USAGE_FUNCTION_NAME, '2', day, subnets];
+        return this.run(command, command) as Promise<[number, number]>;
+      }));
+      batch.forEach((key, j) => out.set(key.id, { today: replies[j][0], subnets: key.limits.subnets === null ? null : replies[j][1] }));
+    }
+    return out;
   }
 
   /** A command about the keys of `head` (an FCALL's start: its third element on are the keys): to Redis, or to the primary of their slot. */

@@ -36,7 +36,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { name: 'host', value: 'ADDR', shown: '0.0.0.0', help: 'listening address', apply: (o, raw) => (o.host = raw ?? '0.0.0.0') },
   { name: 'state', value: 'FILE', shown: null, help: 'where daily counts and subnets survive a restart (not with a Redis limiter)', apply: (o, raw) => (o.state = raw ?? null) },
   { name: 'trust-proxy', value: 'ADDR,...', shown: null, help: 'peers (addresses or CIDR ranges) whose X-Forwarded-For is believed', apply: (o, raw) => (o.trustProxy = raw === undefined ? [] : list(raw)) },
-  { name: 'metrics-allow', value: 'CIDR,...', shown: DEFAULT_METRICS_ALLOW.join(','), help: 'who may read /metrics', apply: (o, raw) => (o.metricsAllow = raw === undefined ? [...DEFAULT_METRICS_ALLOW] : list(raw)) },
+  { name: 'metrics-allow', value: 'CIDR,...', shown: DEFAULT_METRICS_ALLOW.join(','), help: 'who may read /metrics and /usage', apply: (o, raw) => (o.metricsAllow = raw === undefined ? [...DEFAULT_METRICS_ALLOW] : list(raw)) },
   {
     name: 'log-level', value: 'LEVEL', shown: 'info', help: `one of ${LOG_LEVELS.join(', ')}`,
     apply: (o, raw) => {

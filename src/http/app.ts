@@ -4,9 +4,10 @@ import type { Logger } from '../core/log.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import { createApiHandler, targetTooLong, type ApiDeps } from './api.js';
 import { Exchange, type RouteAccount } from './exchange.js';
-import { HTTP_FAILURES } from './failures.js';
+import { HTTP_FAILURES, type HttpFailure } from './failures.js';
 import { healthReport } from './health.js';
 import type { Lifecycle } from './lifecycle.js';
+import { usageReport } from './usage.js';
 import { loadUws, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js';
 
 type Handler = (ex: Exchange, req: HttpRequest) => void;
@@ -110,20 +111,32 @@ export function createApp(deps: AppDeps): TemplatedApp {
     const report = healthReport(deps.feed, deps.life);
     sender.bytes(ex, report.ready ? '200 OK' : '503 Service Unavailable', JSON_HEADERS, Buffer.from(report.body));
   };
-  const metrics: Handler = (ex) => {
+  /** The peer may read /metrics and /usage (`--metrics-allow`). */
+  const operator = (ex: Exchange): boolean => {
     const peer = parseAddress(Buffer.from(ex.res.getRemoteAddressAsText()).toString('latin1'));
-    if (!peer || !deps.metricsAllow.has(peer)) return sender.error(ex, HTTP_FAILURES.metricsForbidden);
-    // The registry answers asynchronously: from here on the client may go away.
+    return peer !== null && deps.metricsAllow.has(peer);
+  };
+  /** Answers with what `work` makes, or `failure` when it fails; from here on the client may go away. */
+  const later = (ex: Exchange, work: Promise<string>, contentType: string, failure: HttpFailure, event: string): void => {
     ex.onAbort(null);
-    stats.text().then(
+    work.then(
       (text) => {
-        if (!ex.aborted) sender.bytes(ex, '200 OK', [['Content-Type', stats.registry.contentType], ['Cache-Control', 'no-store']], Buffer.from(text));
+        if (!ex.aborted) sender.bytes(ex, '200 OK', [['Content-Type', contentType], ['Cache-Control', 'no-store']], Buffer.from(text));
       },
       (err: unknown) => {
-        log.error({ event: 'metrics_failed', err }, 'collecting metrics failed');
-        if (!ex.aborted) sender.error(ex, HTTP_FAILURES.internal);
+        log.error({ event, err }, `${event.replace('_', ' ')}`);
+        if (!ex.aborted) sender.error(ex, failure);
       },
     );
+  };
+  const metrics: Handler = (ex) => {
+    if (!operator(ex)) return sender.error(ex, HTTP_FAILURES.metricsForbidden);
+    later(ex, stats.text(), stats.registry.contentType, HTTP_FAILURES.internal, 'metrics_failed');
+  };
+  const usage: Handler = (ex) => {
+    if (!operator(ex)) return sender.error(ex, HTTP_FAILURES.usageForbidden);
+    const kind = deps.life.limiter ? 'redis' : 'memory';
+    later(ex, usageReport(deps.keys.table, deps.limiter, kind, deps.clock.nowMs()), JSON_HEADERS[0][1], HTTP_FAILURES.usageUnavailable, 'usage_failed');
   };
   const openapi: Handler = (ex) => sender.bytes(ex, '200 OK', OPENAPI_HEADERS, OPENAPI);
   const notAllowed: Handler = (ex, req) => {
@@ -136,7 +149,7 @@ export function createApp(deps: AppDeps): TemplatedApp {
   };
 
   const app = loadUws().App();
-  for (const [path, handler] of [['/api', api], ['/health', health], ['/metrics', metrics], ['/openapi.json', openapi]] as const) {
+  for (const [path, handler] of [['/api', api], ['/health', health], ['/metrics', metrics], ['/usage', usage], ['/openapi.json', openapi]] as const) {
     const route = account(path);
     app.get(path, guarded(route, path, false, handler));
     // HEAD is not routed to get(): it needs its own route.

@@ -22,6 +22,8 @@ export const HTTP_FAILURES = {
   keyRepeated: { status: '400 Bad Request', message: 'Parameter key is given more than once' },
   notLoaded: { status: '503 Service Unavailable', message: 'Proxy list is not loaded yet', retryAfterS: 5 },
   metricsForbidden: { status: '403 Forbidden', message: 'Metrics are not available from this address' },
+  usageForbidden: { status: '403 Forbidden', message: 'Usage is not available from this address' },
+  usageUnavailable: { status: '503 Service Unavailable', message: 'Usage limits are unavailable; retry shortly', retryAfterS: 1 },
   internal: { status: '500 Internal Server Error', message: 'Internal server error' },
   /** Request framing RFC 9112 calls invalid: the connection is closed after it. */
   badFraming: { status: '400 Bad Request', message: 'Invalid request framing: Content-Length headers that disagree or are not a number' },

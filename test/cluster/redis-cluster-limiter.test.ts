@@ -73,6 +73,11 @@ test('/health says cluster with three primaries; 2 per 5 s exact for keys on eve
   await admin.connect();
   assert.is(await admin.lLen(keysOf(sha256Hex(names[0]))[0]), 2);
   await admin.close();
+  // /usage reads every primary: each key's two accepted requests, on whichever primary it lives.
+  const usage = (await (await servers[1].get('/usage')).json()) as { keys: Array<{ id: string; today: number | null }> };
+  const today = Object.fromEntries(usage.keys.map((k) => [k.id, k.today]));
+  for (const name of names) assert.is(today[sha256Hex(name).slice(0, 8)], 2, name);
+  for (const name of probes) assert.is(today[sha256Hex(name).slice(0, 8)], 0, name);
 });
 
 test('a primary killed: only its keys are refused, and its replica is followed once promoted', async ({ cluster, servers }) => {

@@ -6,6 +6,7 @@ import { keysOf } from '../../src/access/redis-function.js';
 import { systemClock } from '../../src/core/clock.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { captureLog } from '../helpers/log.js';
+import { assertUsageDocumented } from '../helpers/openapi.js';
 import { RedisServer } from '../helpers/redis.js';
 import { UNLIMITED, eventually, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -25,6 +26,7 @@ const KEYS = {
     { key: 'three-per-60', limits: { per_window: 3, window_s: 60, daily: null, subnets: null } },
     { key: 'all-three', limits: { per_window: 2, window_s: 5, daily: 100, subnets: 10 } },
     { key: 'free', limits: UNLIMITED },
+    { key: 'usage-counted', limits: { per_window: null, daily: 100, subnets: 5 } },
   ],
 };
 
@@ -114,6 +116,20 @@ test('every key the function writes expires by itself: the window after its leng
     assert.ok(ttl > 60_000 - 2000 && ttl <= toMidnightMs + 60_000 + 1000, `${key} expires in ${ttl} ms, ${Math.round(toMidnightMs / 1000)} s before midnight`);
   }
   await client.close();
+});
+
+test('/usage on any instance holds the counts of every instance, read from Redis', async ({ servers }) => {
+  for (let i = 0; i < 5; i++) assert.is((await ask(servers[i % 2], 'usage-counted')).status, 200);
+  await ask(servers[0], 'free');
+  const res = await servers[2].get('/usage');
+  assert.is(res.status, 200);
+  const usage = (await res.json()) as { limiter: string; keys: Array<{ id: string; today: number | null; subnets: number | null }> };
+  assertUsageDocumented(usage);
+  assert.is(usage.limiter, 'redis');
+  const row = (key: string) => usage.keys.find((k) => k.id === sha256Hex(key).slice(0, 8))!;
+  assert.equal({ ...row('usage-counted') }, { ...row('usage-counted'), today: 5, subnets: 1 });
+  assert.equal({ ...row('free') }, { ...row('free'), today: null, subnets: null }, 'a key without limits is not counted in Redis');
+  assert.is(usage.keys.length, KEYS.keys.length);
 });
 
 test('a key without limits never reaches Redis', async ({ servers, redis }) => {

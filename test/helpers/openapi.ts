@@ -20,6 +20,12 @@ const schema = (pointer: string) => {
 const bodySchemas = Object.fromEntries(['TextList', 'RecordArray', 'RecordMap', 'Envelope', 'Stats', 'Error'].map((n) => [n, schema(`/components/schemas/${n}`)]));
 const headerSchemas = Object.fromEntries(Object.keys(openapi.components.headers).map((n) => [n.toLowerCase(), schema(`/components/headers/${n}/schema`)]));
 
+/** Fails unless a /usage 200 body is what the OpenAPI document says. */
+export function assertUsageDocumented(body: unknown): void {
+  const validate = schema('/components/schemas/Usage');
+  assert.ok(validate(body), `/usage body: ${ajv.errorsText(validate.errors)}`);
+}
+
 /** Which of the document's body schemas an /api 200 for `query` must match. */
 function bodySchemaOf(query: string): string {
   const p = new URLSearchParams(query);

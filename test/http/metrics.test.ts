@@ -2,6 +2,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { metricValue as value } from '../helpers/http-read.js';
+import { sha256Hex } from '../../src/access/keys.js';
+import { assertUsageDocumented } from '../helpers/openapi.js';
 import { TEST_KEY, TEST_NOW_S, startTestServer, type TestServer } from '../helpers/server.js';
 
 const snapshot = encodeSnapshot(generateRecords({ records: 300, seed: 6, now: TEST_NOW_S }), TEST_NOW_S);
@@ -42,17 +44,40 @@ test('series of docs/operations.md counted as requests are answered', async ({ t
   assert.match(text, 'proxylist_process_resident_memory_bytes');
 });
 
+test('/usage: every key with this instance\'s counts of the day, no key in it, as openapi.json says', async ({ t }) => {
+  for (let i = 0; i < 3; i++) await (await t.api('count=1')).text();
+  for (let i = 0; i < 4; i++) await (await t.get('/api?key=two&count=1')).text(); // 2 accepted, 2 refused
+  const res = await t.get('/usage');
+  assert.is(res.status, 200);
+  assert.is(res.headers.get('cache-control'), 'no-store');
+  const text = await res.text();
+  assert.not.match(text, TEST_KEY);
+  const usage = JSON.parse(text) as { day: string; limiter: string; keys: Array<{ id: string; today: number; subnets: number | null; limits: { per_window: number | null } }> };
+  assertUsageDocumented(usage);
+  assert.is(usage.limiter, 'memory');
+  assert.is(usage.day, '2026-11-28', 'the service day of the frozen clock');
+  const byId = Object.fromEntries(usage.keys.map((k) => [k.id, k]));
+  assert.equal(Object.keys(byId).sort(), [sha256Hex(TEST_KEY).slice(0, 8), sha256Hex('two').slice(0, 8)].sort());
+  assert.is(byId[sha256Hex(TEST_KEY).slice(0, 8)].today, 3);
+  assert.is(byId[sha256Hex('two').slice(0, 8)].today, 2);
+  assert.is(byId[sha256Hex('two').slice(0, 8)].subnets, 1, 'the default subnet limit counts the loopback subnet');
+  assert.is(byId[sha256Hex('two').slice(0, 8)].limits.per_window, 2);
+});
+
 test.run();
 
 const denied = suite<{ t: TestServer }>('/metrics access');
 denied.after((ctx) => ctx.t.close());
 
-denied('--metrics-allow that excludes the client: 403, and /api is unaffected', async (ctx) => {
+denied('--metrics-allow that excludes the client: 403 for /metrics and /usage, and /api is unaffected', async (ctx) => {
   const t = (ctx.t = await startTestServer({ snapshot, keys, options: { metricsAllow: ['10.0.0.0/8'] } }));
   const res = await t.get('/metrics');
   assert.is(res.status, 403);
   assert.is(await res.text(), 'Error: Metrics are not available from this address');
   assert.is((await t.api('count=1')).status, 200);
+  const usage = await t.get('/usage');
+  assert.is(usage.status, 403);
+  assert.is(await usage.text(), 'Error: Usage is not available from this address');
 });
 
 denied.run();
