@@ -76,19 +76,21 @@ local function admit(keys, args)
     if new_subnet and seen >= subnets then return {1, to_midnight, 0, -1, count, to_midnight, now} end
   end
 
+  -- The stamps, newest first, hold at most per_window; those older than the
+  -- window are counted from the tail (oldest last), each step O(1), and
+  -- dropped only on an acceptance: the work is that of the stamps that aged
+  -- out since, never that of the whole window.
   local used = 0
   local newest_age = -1
-  local stamps = {}
+  local expired = 0
   if per_window >= 0 then
-    stamps = redis.call('LRANGE', keys[1], 0, per_window - 1)
-    for i = 1, #stamps do
-      local age = now - tonumber(stamps[i])
-      if age < window_ms then used = used + 1 end
-      if i == 1 then newest_age = age end
-    end
-    if #stamps >= per_window then
-      local oldest_age = now - tonumber(stamps[per_window])
-      if oldest_age < window_ms then return {2, window_ms - oldest_age, used, newest_age, count, to_midnight, now} end
+    local len = redis.call('LLEN', keys[1])
+    while expired < len and now - tonumber(redis.call('LINDEX', keys[1], -1 - expired)) >= window_ms do expired = expired + 1 end
+    used = len - expired
+    if len > 0 then newest_age = now - tonumber(redis.call('LINDEX', keys[1], 0)) end
+    if used >= per_window then
+      local oldest_age = now - tonumber(redis.call('LINDEX', keys[1], per_window - 1))
+      return {2, window_ms - oldest_age, used, newest_age, count, to_midnight, now}
     end
   end
 
@@ -104,9 +106,10 @@ local function admit(keys, args)
     count = 1
   end
   if per_window >= 0 then
+    for _ = 1, expired do redis.call('RPOP', keys[1]) end
     redis.call('LPUSH', keys[1], now)
-    -- LRANGE read at most per_window stamps: fewer means the list is still short of them.
-    if #stamps >= per_window then redis.call('LTRIM', keys[1], 0, per_window - 1) end
+    -- used < per_window stamps were in the window: the list may be one over, never more.
+    if used + 1 > per_window then redis.call('LTRIM', keys[1], 0, per_window - 1) end
     redis.call('PEXPIRE', keys[1], window_ms + 1000)
     used = used + 1
     newest_age = 0

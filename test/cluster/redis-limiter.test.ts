@@ -26,6 +26,7 @@ const KEYS = {
     { key: 'three-per-60', limits: { per_window: 3, window_s: 60, daily: null, subnets: null } },
     { key: 'all-three', limits: { per_window: 2, window_s: 5, daily: 100, subnets: 10 } },
     { key: 'free', limits: UNLIMITED },
+    { key: 'wide-window', limits: { per_window: 100_000, window_s: 1, daily: null, subnets: null } },
     { key: 'usage-counted', limits: { per_window: null, daily: 100, subnets: 5 } },
   ],
 };
@@ -97,6 +98,21 @@ test('a refusal is remembered: a key hammered past its limit costs Redis nothing
   for (let i = 0; i < 50; i++) assert.is((await ask(t, 'three-per-60')).status, 429);
   assert.is(await calls(), before, 'no FCALL for the 50 refused requests');
   await stats.close();
+});
+
+test('a wide window holds only the stamps of its length: an admission never reads the stamps that aged out', async ({ servers, redis }) => {
+  for (let i = 0; i < 30; i++) assert.is((await ask(servers[i % 3], 'wide-window')).status, 200);
+  const client = createClient({ url: redis.url });
+  await client.connect();
+  try {
+    const [w] = keysOf(sha256Hex('wide-window'));
+    assert.is(await client.lLen(w), 30);
+    await new Promise((r) => setTimeout(r, 1100));
+    assert.is((await ask(servers[0], 'wide-window')).status, 200);
+    assert.is(await client.lLen(w), 1, 'the 30 stamps older than 1 s dropped with the acceptance');
+  } finally {
+    await client.close();
+  }
 });
 
 test('every key the function writes expires by itself: the window after its length, the day and its subnets a minute after the day', async ({ servers, redis }) => {
