@@ -40,3 +40,29 @@ export const SMALL_MIX: readonly string[] = [
   'type=http&anon=transparent&country=br&count=5',
   'get=json&wrap=1&pretty=0&type=socks5&count=10',
 ];
+
+/**
+ * The mix a real client population sends, in three classes (none to be
+ * tuned): counted small answers; uncounted medium answers, whose window
+ * (`time`, from 300 to 7200 s) moves every second, so that their bodies
+ * change every second (60–340 KB each at 100,000 records); and empty
+ * answers. A third of it is uncounted.
+ */
+export const COUNTED_SMALL: readonly string[] = SMALL_MIX.slice(0, 12);
+export const UNCOUNTED_MEDIUM: readonly string[] = [
+  'time=300',
+  'time=600&type=socks5',
+  'time=300&type=http&anon=elite&get=json&pretty=0',
+  'time=1800&type=socks4&anon=elite',
+  'time=300&country=us&get=json&pretty=0',
+  'time=7200&type=https&works=90',
+  'time=600&works=90&get=json&fields=ip,port,type',
+  'time=300&ping=100&type=socks5&get=json&pretty=0',
+];
+export const EMPTY_ANSWERS: readonly string[] = [
+  'type=https&country=zz',
+  'ping=1&get=json',
+  'ip=1.2.3.4&get=json',
+  'time=300&country=zz&get=json',
+];
+export const REAL_MIX: readonly string[] = [...COUNTED_SMALL, ...UNCOUNTED_MEDIUM, ...EMPTY_ANSWERS];

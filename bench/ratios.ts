@@ -5,10 +5,13 @@
  * - B1, the small answers (`SMALL_MIX`): the per-request work;
  * - B2, the benchmark mix (`QUERY_MIX`), full dumps included;
  * - B7, the mix with `Accept-Encoding: gzip`, against a ceiling that serves
- *   the same gzip bytes precompressed.
+ *   the same gzip bytes precompressed;
+ * - B8, the real mix (`REAL_MIX`: counted small, uncounted medium answers in
+ *   a window that moves every second, empty answers), also against nginx
+ *   serving the same bytes from pre-rendered files (contenders/nginx.ts).
  * wrk 1 thread x 64 connections on core 1, servers on core 0; the median of
  * 3 runs of 10 s (1 run of 3 s with --quick).
- * Run: npm run bench:ratios [-- --quick] [-- --records N]
+ * Run: npm run bench:ratios [-- --quick] [-- --records N] [-- --only B1,B8]
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -16,7 +19,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../test/helpers/cli.js';
 import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, round2, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
-import { QUERY_MIX, SMALL_MIX } from './mix.js';
+import { startNginx } from './contenders/nginx.js';
+import { QUERY_MIX, REAL_MIX, SMALL_MIX } from './mix.js';
 
 const quick = process.argv.includes('--quick');
 const arg = process.argv.indexOf('--records');
@@ -26,11 +30,13 @@ const SECONDS = quick ? 3 : 10;
 const GZIP = { 'Accept-Encoding': 'gzip' };
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
+const only = process.argv.indexOf('--only');
 const workloads = [
-  { id: 'B1', name: 'small answers', mix: SMALL_MIX, headers: {} },
-  { id: 'B2', name: 'the mix', mix: QUERY_MIX, headers: {} },
-  { id: 'B7', name: 'the mix, gzip', mix: QUERY_MIX, headers: GZIP },
-];
+  { id: 'B1', name: 'small answers', mix: SMALL_MIX, headers: {}, nginx: false },
+  { id: 'B2', name: 'the mix', mix: QUERY_MIX, headers: {}, nginx: false },
+  { id: 'B7', name: 'the mix, gzip', mix: QUERY_MIX, headers: GZIP, nginx: false },
+  { id: 'B8', name: 'the real mix', mix: REAL_MIX, headers: {}, nginx: true },
+].filter((w) => only < 0 || process.argv[only + 1].split(',').includes(w.id));
 
 interface WorkloadRow {
   id: string;
@@ -39,6 +45,8 @@ interface WorkloadRow {
   proxylist: WrkResult & { runs_rps: number[] };
   ceiling: WrkResult & { runs_rps: number[] };
   ratio: number;
+  nginx?: WrkResult & { runs_rps: number[] };
+  ratio_nginx?: number;
 }
 
 async function runSize(records: number, work: string): Promise<{ records: number; workloads: WorkloadRow[] }> {
@@ -46,7 +54,7 @@ async function runSize(records: number, work: string): Promise<{ records: number
   const keys = join(work, 'keys.json');
   generateSnapshot(snapshot, records, Math.floor(Date.now() / 1000));
   writeBenchKeys(keys);
-  const [serverPort, ...ceilingPorts] = await freePorts(1 + workloads.length);
+  const [serverPort, nginxPort, ...ceilingPorts] = await freePorts(2 + workloads.length);
   const server = startPinned(process.execPath, [CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(serverPort), '--host', '127.0.0.1', '--log-level', 'warn']);
   const out: WorkloadRow[] = [];
   try {
@@ -55,30 +63,32 @@ async function runSize(records: number, work: string): Promise<{ records: number
       const paths = w.mix.map((q) => `/api?key=${BENCH_KEY}${q ? '&' + q : ''}`);
       const dir = join(work, `bodies-${records}-${w.id}`);
       mkdirSync(dir, { recursive: true });
-      const { index } = await captureBodies(serverPort, paths, dir, w.headers);
+      const { index, captured } = await captureBodies(serverPort, paths, dir, w.headers);
       const ceiling = startPinned(process.execPath, [here('./contenders/ceiling.js'), index, String(ceilingPorts[i])]);
+      const nginx = w.nginx ? startNginx(captured, nginxPort, join(dir, 'nginx')) : null;
       try {
         await waitFor(`http://127.0.0.1:${ceilingPorts[i]}${paths[0]}`, 60_000, (s) => s === 200);
+        if (nginx) await waitFor(`http://127.0.0.1:${nginxPort}${paths[0]}`, 60_000, (s) => s === 200);
         const o: WrkOptions = { headers: w.headers };
-        wrk(serverPort, paths, 2, work, o); // warm-up
-        wrk(ceilingPorts[i], paths, 2, work, o);
-        const ours: WrkResult[] = [];
-        const top: WrkResult[] = [];
-        for (let r = 0; r < RUNS; r++) {
-          ours.push(wrk(serverPort, paths, SECONDS, work, o));
-          top.push(wrk(ceilingPorts[i], paths, SECONDS, work, o));
-        }
-        const m = (rs: WrkResult[]) => rs.find((x) => x.rps === median(rs.map((y) => y.rps)))!;
-        const row = {
+        const contenders = [serverPort, ceilingPorts[i], ...(nginx ? [nginxPort] : [])];
+        for (const port of contenders) wrk(port, paths, 2, work, o); // warm-up
+        const runs: WrkResult[][] = contenders.map(() => []);
+        for (let r = 0; r < RUNS; r++) contenders.forEach((port, c) => runs[c].push(wrk(port, paths, SECONDS, work, o)));
+        const m = (rs: WrkResult[]) => ({ ...rs.find((x) => x.rps === median(rs.map((y) => y.rps)))!, runs_rps: rs.map((x) => x.rps) });
+        const [ours, top, other] = runs;
+        const row: WorkloadRow = {
           id: w.id, workload: w.name, records,
-          proxylist: { ...m(ours), runs_rps: ours.map((x) => x.rps) },
-          ceiling: { ...m(top), runs_rps: top.map((x) => x.rps) },
+          proxylist: m(ours),
+          ceiling: m(top),
           ratio: round2(median(ours.map((x) => x.rps)) / median(top.map((x) => x.rps))),
+          ...(other ? { nginx: m(other), ratio_nginx: round2(median(ours.map((x) => x.rps)) / median(other.map((x) => x.rps))) } : {}),
         };
-        console.error(`[${records}] ${w.id} ${w.name}: ${row.proxylist.rps} vs ${row.ceiling.rps} req/s = ${row.ratio}x (runs ${row.proxylist.runs_rps.join(', ')} / ${row.ceiling.runs_rps.join(', ')})`);
+        const vsNginx = row.nginx ? `; nginx ${row.nginx.rps} = ${row.ratio_nginx}x (runs ${row.nginx.runs_rps.join(', ')})` : '';
+        console.error(`[${records}] ${w.id} ${w.name}: ${row.proxylist.rps} vs ${row.ceiling.rps} req/s = ${row.ratio}x (runs ${row.proxylist.runs_rps.join(', ')} / ${row.ceiling.runs_rps.join(', ')})${vsNginx}`);
         out.push(row);
       } finally {
         await stop(ceiling);
+        if (nginx) await stop(nginx);
       }
     }
   } finally {
@@ -92,11 +102,11 @@ try {
   const results = [];
   for (const size of sizes) results.push(await runSize(size, work));
   const doc = { date: new Date().toISOString(), cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, runs: RUNS, seconds: SECONDS, connections: 64, results };
-  writeResult(quick ? 'ratios-quick' : 'ratios', doc, false);
-  console.log('| # | workload | records | proxylist req/s | ceiling req/s | ratio | proxylist p99 ms | ceiling p99 ms |\n|---|---|---|---|---|---|---|---|');
+  writeResult(quick ? 'ratios-quick' : only >= 0 ? `ratios-${process.argv[only + 1].replace(/,/g, '-')}` : 'ratios', doc, false);
+  console.log('| # | workload | records | proxylist req/s | ceiling req/s | ratio | proxylist p99 ms | ceiling p99 ms | nginx req/s | vs nginx |\n|---|---|---|---|---|---|---|---|---|---|');
   for (const r of results) {
     for (const w of r.workloads) {
-      console.log(`| ${w.id} | ${w.workload} | ${r.records.toLocaleString('en')} | ${w.proxylist.rps.toLocaleString('en')} | ${w.ceiling.rps.toLocaleString('en')} | ${w.ratio} | ${w.proxylist.p99_ms} | ${w.ceiling.p99_ms} |`);
+      console.log(`| ${w.id} | ${w.workload} | ${r.records.toLocaleString('en')} | ${w.proxylist.rps.toLocaleString('en')} | ${w.ceiling.rps.toLocaleString('en')} | ${w.ratio} | ${w.proxylist.p99_ms} | ${w.ceiling.p99_ms} | ${w.nginx?.rps.toLocaleString('en') ?? ''} | ${w.ratio_nginx ?? ''} |`);
     }
   }
 } finally {
