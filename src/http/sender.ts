@@ -88,7 +88,7 @@ const SLICE_BYTES = 4 * 1024 * 1024;
  * timers and new requests in: other clients' small answers never wait for
  * many large bodies written back to back.
  */
-const PASS_MS = 4;
+const PASS_MS = 1;
 /**
  * The most one `tryEnd` is given. To a client on loopback that reads as
  * fast as it is written, the kernel goes on copying one send() for as long
