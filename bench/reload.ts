@@ -55,17 +55,23 @@ try {
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
   const loads: number[] = [];
+  const peaks: number[] = [];
   let peak = steady;
   const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 10);
   for (let i = 1; i <= RELOADS; i++) {
     const before = swapped;
+    peak = process.memoryUsage().rss;
     publish(i);
     while (swapped === before) await sleep(5);
     loads.push(feed.lastLoadMs);
     await sleep(1000); // the old store's memory is let go of meanwhile
+    peaks.push(peak);
   }
   loop.disable();
   clearInterval(sampler);
+  gc();
+  await sleep(200);
+  const after = process.memoryUsage().rss;
   const result = {
     date: new Date().toISOString(),
     records: feed.current!.rows,
@@ -75,8 +81,10 @@ try {
     T8_longest_event_loop_stall_ms: Math.round(loop.max / 1e6),
     event_loop_delay_p99_ms: Math.round(loop.percentile(99) / 1e4) / 100,
     T10_rss_steady_mb: mb(steady),
-    T10_rss_peak_during_reloads_mb: mb(peak),
-    peak_over_steady: round2(peak / steady),
+    T10_rss_peak_during_reloads_mb: mb(Math.max(...peaks)),
+    rss_peak_each_mb: peaks.map(mb),
+    peak_over_steady: round2(Math.max(...peaks) / steady),
+    rss_after_reloads_mb: mb(after),
   };
   writeResult(`reload-${records}`, result);
 } finally {

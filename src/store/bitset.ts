@@ -18,11 +18,6 @@ export interface BitsetFamily {
   data: Uint32Array;
 }
 
-export function newFamily(count: number, bits: number): BitsetFamily {
-  const words = wordsFor(bits);
-  return { words, data: new Uint32Array(Math.max(1, count * words)) };
-}
-
 export function member(family: BitsetFamily, i: number): Uint32Array {
   return family.data.subarray(i * family.words, (i + 1) * family.words);
 }

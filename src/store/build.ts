@@ -1,6 +1,7 @@
 import { ANONS, TYPES } from '../core/vocabulary.js';
 import { formatTimecheck } from '../core/service-time.js';
-import { newFamily, member, setBit } from './bitset.js';
+import { ColumnArena } from './arena.js';
+import { member, setBit, wordsFor, type BitsetFamily } from './bitset.js';
 import { MAX_LINE_BYTES, READ_SLACK, type ByteStrings, type StoreColumns, type StoreMeta } from './columns.js';
 import { packStrings, writeAscii, writeIPv4, writeUint } from './encode.js';
 import { radixSortIndices, uint32Digits } from './radix-sort.js';
@@ -52,12 +53,12 @@ function pingSortKey(ping: Float64Array, n: number): (i: number) => number {
 }
 
 /** One pass: each item written at most `maxBytes` long, then the block cut to size. */
-function byteStrings(count: number, maxBytes: number, write: (buf: Uint8Array, pos: number, row: number) => number): ByteStrings {
-  const off = new Uint32Array(count + 1);
+function byteStrings(arena: ColumnArena, count: number, maxBytes: number, write: (buf: Uint8Array, pos: number, row: number) => number): ByteStrings {
+  const off = arena.u32(count + 1);
   const scratch = new Uint8Array(count * maxBytes);
   let pos = 0;
   for (let r = 0; r < count; r++) off[r + 1] = pos = write(scratch, pos, r);
-  const bytes = new Uint8Array(pos + READ_SLACK);
+  const bytes = arena.u8(pos + READ_SLACK);
   bytes.set(scratch.subarray(0, pos));
   return { bytes, off };
 }
@@ -65,10 +66,22 @@ function byteStrings(count: number, maxBytes: number, write: (buf: Uint8Array, p
 type Column = Uint8Array | Uint16Array | Uint32Array | Float64Array;
 
 /** dst[r] = src[order[r]], a column at a time, so the random reads stay in one array. */
-function gather<T extends Column>(src: T, order: Uint32Array, rows: number): T {
-  const dst = new (src.constructor as new (n: number) => T)(rows);
+function gather<T extends Column>(arena: ColumnArena, src: T, order: Uint32Array, rows: number): T {
+  const dst = arena.copy(src.subarray(0, rows) as T);
   for (let r = 0; r < rows; r++) dst[r] = src[order[r]];
   return dst;
+}
+
+/** An empty family of `count` bitsets over `bits` bits, in the arena. */
+function family(arena: ColumnArena, count: number, bits: number): BitsetFamily {
+  const words = wordsFor(bits);
+  return { words, data: arena.u32(Math.max(1, count * words)) };
+}
+
+/** Bytes of the columns of `rows` rows (see buildStore), with room for each column's alignment. */
+function columnBytes(rows: number, maxPing: number, sets: number, cities: number): number {
+  const perRow = 31 + 4 * 4 + 1 + (MAX_LINE_BYTES + 4) + (15 + 4) + (maxPing + 4) + 19 + 4;
+  return rows * perRow + sets * Math.max(1, wordsFor(rows)) * 4 + (cities + 1) * 4 + 4 * READ_SLACK + 40 * 8;
 }
 
 /**
@@ -108,16 +121,29 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   const rowOf = new Uint32Array(m);
   for (let r = 0; r < rows; r++) rowOf[out[r]] = r;
 
+  // Pings repeat a lot: format each whole-millisecond value once.
+  const pingMemo = new Map<number, string>();
+  const pingString = (ms: number): string => {
+    let s = pingMemo.get(ms);
+    if (s === undefined) pingMemo.set(ms, (s = String(ms / 1000)));
+    return s;
+  };
+  let maxPing = 1;
+  for (let j = 0; j < rows; j++) maxPing = Math.max(maxPing, pingString(x.ping[out[j]]).length);
+  const arena = new ColumnArena(columnBytes(rows, maxPing, TYPES.length + ANONS.length + countries.length + services.length, records.cities.length));
+
   const c = {
     rows,
-    ip: gather(x.ip, out, rows), port: gather(x.port, out, rows), type: gather(x.type, out, rows), anon: gather(x.anon, out, rows),
-    works: gather(x.works, out, rows), ping: gather(x.ping, out, rows), checkedAt: gather(x.checkedAt, out, rows),
-    country: gather(x.country, out, rows), city: gather(x.city, out, rows), services: gather(x.services, out, rows),
+    ip: gather(arena, x.ip, out, rows), port: gather(arena, x.port, out, rows), type: gather(arena, x.type, out, rows), anon: gather(arena, x.anon, out, rows),
+    works: gather(arena, x.works, out, rows), ping: gather(arena, x.ping, out, rows), checkedAt: gather(arena, x.checkedAt, out, rows),
+    country: gather(arena, x.country, out, rows), city: gather(arena, x.city, out, rows), services: gather(arena, x.services, out, rows),
   };
-  const ipOut = gather(x.ipOut, out, rows);
+  // Not a column of the store: only its text is kept.
+  const ipOut = new Uint32Array(rows);
+  for (let r = 0; r < rows; r++) ipOut[r] = x.ipOut[out[r]];
 
-  const byAddress = new Uint32Array(rows);
-  const addrId = new Uint32Array(rows);
+  const byAddress = arena.u32(rows);
+  const addrId = arena.u32(rows);
   // keptIdentity[0..rows) is ordered by ip, port, type.
   let addrCount = 0;
   for (let j = 0; j < rows; j++) {
@@ -134,11 +160,11 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
     for (let r = 0; r < rows; r++) order[r] = r;
     return order;
   };
-  const byPing = radixSortIndices(rowOrder(), uint32Digits(pingSortKey(c.ping, rows), rows, false));
-  const byWorks = radixSortIndices(rowOrder(), uint32Digits((r) => c.works[r], rows, true));
+  const byPing = arena.copy(radixSortIndices(rowOrder(), uint32Digits(pingSortKey(c.ping, rows), rows, false)));
+  const byWorks = arena.copy(radixSortIndices(rowOrder(), uint32Digits((r) => c.works[r], rows, true)));
 
-  const ipLen = new Uint8Array(rows);
-  const lines = byteStrings(rows, MAX_LINE_BYTES, (buf, pos, r) => {
+  const ipLen = arena.u8(rows);
+  const lines = byteStrings(arena, rows, MAX_LINE_BYTES, (buf, pos, r) => {
     const start = pos;
     pos = writeIPv4(buf, pos, c.ip[r]);
     ipLen[r] = pos - start;
@@ -147,20 +173,11 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
     buf[pos] = 10;
     return pos + 1;
   });
-  const ipOutText = byteStrings(rows, 15, (buf, pos, r) => writeIPv4(buf, pos, ipOut[r]));
-  // Pings repeat a lot: format each whole-millisecond value once.
-  const pingMemo = new Map<number, string>();
-  const pingString = (ms: number): string => {
-    let s = pingMemo.get(ms);
-    if (s === undefined) pingMemo.set(ms, (s = String(ms / 1000)));
-    return s;
-  };
-  let maxPing = 1;
-  for (let r = 0; r < rows; r++) maxPing = Math.max(maxPing, pingString(c.ping[r]).length);
-  const pingText = byteStrings(rows, maxPing, (buf, pos, r) => writeAscii(buf, pos, pingString(c.ping[r])));
+  const ipOutText = byteStrings(arena, rows, 15, (buf, pos, r) => writeIPv4(buf, pos, ipOut[r]));
+  const pingText = byteStrings(arena, rows, maxPing, (buf, pos, r) => writeAscii(buf, pos, pingString(c.ping[r])));
 
   // Rows are grouped by checked_at: a run repeats the bytes of its first row.
-  const timecheck = new Uint8Array(rows * 19 + READ_SLACK);
+  const timecheck = arena.u8(rows * 19 + READ_SLACK);
   for (let r = 0; r < rows; r++) {
     if (r > 0 && c.checkedAt[r] === c.checkedAt[r - 1]) {
       for (let i = r * 19 - 19, j = r * 19, end = j + 19; j < end; ) timecheck[j++] = timecheck[i++];
@@ -169,10 +186,10 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
     }
   }
 
-  const typeBits = newFamily(TYPES.length, rows);
-  const anonBits = newFamily(ANONS.length, rows);
-  const countryBits = newFamily(countries.length, rows);
-  const serviceBits = newFamily(services.length, rows);
+  const typeBits = family(arena, TYPES.length, rows);
+  const anonBits = family(arena, ANONS.length, rows);
+  const countryBits = family(arena, countries.length, rows);
+  const serviceBits = family(arena, services.length, rows);
   const typeSets = TYPES.map((_, i) => member(typeBits, i));
   const anonSets = ANONS.map((_, i) => member(anonBits, i));
   const countrySets = countries.map((_, i) => member(countryBits, i));
@@ -185,10 +202,10 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   }
 
   const cityCount = records.cities.length;
-  const cityStart = new Uint32Array(cityCount + 1);
+  const cityStart = arena.u32(cityCount + 1);
   for (let r = 0; r < rows; r++) cityStart[c.city[r] + 1]++;
   for (let k = 0; k < cityCount; k++) cityStart[k + 1] += cityStart[k];
-  const cityRows = new Uint32Array(rows);
+  const cityRows = arena.u32(rows);
   const fill = cityStart.slice(0, cityCount);
   for (let r = 0; r < rows; r++) cityRows[fill[c.city[r]]++] = r;
 

@@ -2,6 +2,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { buildFromRecords } from '../helpers/build-store.js';
 import { Store } from '../../src/store/store.js';
+import { ColumnArena } from '../../src/store/arena.js';
+import { transferables } from '../../src/store/columns.js';
 import type { SnapshotRecord } from '../../src/snapshot/format.js';
 import { generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
@@ -89,6 +91,28 @@ test('the time prefix is found by binary search', () => {
   assert.is(s.prefixEnd(999), 3);
   assert.is(s.prefixEnd(501), 4);
   assert.is(s.prefixEnd(-5), 5);
+});
+
+test('a store\'s columns are carved from one buffer sized for them (a dropped store frees its memory at once)', () => {
+  const { columns } = buildFromRecords(generateRecords({ records: 5000, seed: 44, now: 1_800_000_000 }));
+  const buffers = transferables(columns);
+  const biggest = buffers.reduce((a, b) => (b.byteLength > a.byteLength ? b : a));
+  let used = 0;
+  for (const v of [columns.ip, columns.ping, columns.lines.bytes, columns.timecheck, columns.countryBits.data, columns.cityRows, columns.byWorks]) {
+    assert.is(v.buffer, biggest, 'a column in the one buffer');
+  }
+  for (const b of buffers) if (b !== biggest) used += b.byteLength;
+  assert.ok(used < 4096, `only the city names outside it: ${used} bytes`);
+});
+
+test('a column arena that runs out of room gives columns of their own, never an error', () => {
+  const arena = new ColumnArena(16);
+  const a = arena.u32(3);
+  const b = arena.u32(3);
+  assert.is(a.buffer, arena.buffer);
+  assert.is.not(b.buffer, arena.buffer);
+  b.set([1, 2, 3]);
+  assert.equal([...arena.copy(b)], [1, 2, 3]);
 });
 
 test.run();
