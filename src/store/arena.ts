@@ -42,6 +42,16 @@ export class ColumnArena {
     return b;
   }
 
+  /**
+   * `a`, the last bytes taken, cut to its first `n` bytes: the rest is room
+   * again. (Written up to a bound, then cut: no scratch copy.)
+   */
+  shrink(a: Uint8Array, n: number): Uint8Array {
+    if (a.buffer !== this.buffer) return a.slice(0, n);
+    this.pos = a.byteOffset + ((n + 7) & ~7);
+    return new Uint8Array(this.buffer, a.byteOffset, n);
+  }
+
   /** The offset of `bytes` more, 8-byte aligned, or -1 when they do not fit. */
   private take(bytes: number): number {
     const at = this.pos;

@@ -52,15 +52,13 @@ function pingSortKey(ping: Float64Array, n: number): (i: number) => number {
   return (i) => rank.get(ping[i])!;
 }
 
-/** One pass: each item written at most `maxBytes` long, then the block cut to size. */
+/** One pass: each item written at most `maxBytes` long into the arena, then the block cut to size. */
 function byteStrings(arena: ColumnArena, count: number, maxBytes: number, write: (buf: Uint8Array, pos: number, row: number) => number): ByteStrings {
   const off = arena.u32(count + 1);
-  const scratch = new Uint8Array(count * maxBytes);
+  const room = arena.u8(count * maxBytes + READ_SLACK);
   let pos = 0;
-  for (let r = 0; r < count; r++) off[r + 1] = pos = write(scratch, pos, r);
-  const bytes = arena.u8(pos + READ_SLACK);
-  bytes.set(scratch.subarray(0, pos));
-  return { bytes, off };
+  for (let r = 0; r < count; r++) off[r + 1] = pos = write(room, pos, r);
+  return { bytes: arena.shrink(room, pos + READ_SLACK), off };
 }
 
 type Column = Uint8Array | Uint16Array | Uint32Array | Float64Array;

@@ -113,6 +113,12 @@ test('a column arena that runs out of room gives columns of their own, never an 
   assert.is.not(b.buffer, arena.buffer);
   b.set([1, 2, 3]);
   assert.equal([...arena.copy(b)], [1, 2, 3]);
+  // Cut to size, the room after a buffer's last bytes is taken again.
+  const wide = new ColumnArena(64);
+  const room = wide.u8(40);
+  const cut = wide.shrink(room, 10);
+  assert.is(cut.length, 10);
+  assert.is(wide.u8(8).byteOffset, 16);
 });
 
 test.run();
