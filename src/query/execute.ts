@@ -43,6 +43,8 @@ export function execute(store: Store, plan: Plan, end: number, scratch: QueryScr
     if (!markAddresses(store, scratch.ipBits, plan.ips, end, words)) return 0;
     clauses.push({ sets: [scratch.ipBits], negate: false });
   }
+  // A bound below every ping: no row can pass.
+  if (plan.ping !== null && store.pingRankAtMost(plan.ping) < 0) return 0;
   return collect(store, scratch, plan, clauses, end, words);
 }
 
@@ -52,11 +54,12 @@ export function execute(store: Store, plan: Plan, end: number, scratch: QueryScr
  * selection), then the `offset` entries skipped. One per query.
  */
 class RowCheck {
-  private readonly ping: Float64Array;
+  private readonly pingRank: Uint32Array;
   private readonly works: Uint8Array;
   private readonly port: Uint16Array;
   private readonly addrId: Uint32Array;
-  private readonly maxPing: number;
+  /** The highest ping rank let through. */
+  private readonly maxPingRank: number;
   private readonly minWorks: number;
   private readonly ports: ReadonlySet<number> | null;
   private readonly stamps: Uint32Array;
@@ -66,12 +69,13 @@ class RowCheck {
   skip: number;
 
   constructor(store: Store, scratch: QueryScratch, plan: Plan, readonly onePerAddress: boolean) {
-    ({ ping: this.ping, works: this.works, port: this.port, addrId: this.addrId } = store.c);
-    this.maxPing = plan.ping ?? Infinity;
+    ({ pingRank: this.pingRank, works: this.works, port: this.port, addrId: this.addrId } = store.c);
+    // Ranks stay small integers either way: the comparison in take() never meets a double.
+    this.maxPingRank = plan.ping === null ? store.c.pingValues.length : store.pingRankAtMost(plan.ping);
     this.minWorks = plan.works ?? 0;
     this.ports = plan.portSet;
     this.skip = plan.offset ?? 0;
-    this.trivial = this.maxPing === Infinity && this.minWorks === 0 && this.ports === null && !onePerAddress;
+    this.trivial = plan.ping === null && this.minWorks === 0 && this.ports === null && !onePerAddress;
     this.stamps = scratch.addrStamp;
     let stamp = 0;
     if (onePerAddress) {
@@ -86,7 +90,7 @@ class RowCheck {
 
   /** Whether row `r` is an entry of the answer (after the offset). */
   take(r: number): boolean {
-    if (this.ping[r] > this.maxPing || this.works[r] < this.minWorks || (this.ports !== null && !this.ports.has(this.port[r]))) return false;
+    if (this.pingRank[r] > this.maxPingRank || this.works[r] < this.minWorks || (this.ports !== null && !this.ports.has(this.port[r]))) return false;
     if (this.onePerAddress) {
       const a = this.addrId[r];
       if (this.stamps[a] === this.stamp) return false;

@@ -125,18 +125,37 @@ const within = (before: string, v: Value): Value => ({ write: `{${before}${v.wri
 
 const wordsFor = (bytes: number): number => Math.max(1, Math.ceil(bytes / 8));
 
-/** The longest ip:port, ip, port and ip_out, in bytes. */
+/** The longest ip:port, ip and port, in bytes. */
 const MAX_ADDRESS = 21;
 const MAX_IP = 15;
 const MAX_PORT = 5;
+
+/**
+ * The text of each octet value at a stride of 4 bytes: an address is written
+ * from its number as four word copies, each followed by a dot that the next
+ * one partly overwrites (3 octet bytes, then the dot, at most).
+ */
+const OCTETS = new Uint8Array(256 * 4);
+const OCTET_LENGTHS = new Uint8Array(256);
+for (let v = 0; v < 256; v++) {
+  const text = `${v}.`;
+  OCTET_LENGTHS[v] = text.length;
+  for (let i = 0; i < text.length; i++) OCTETS[v * 4 + i] = text.charCodeAt(i);
+}
+const octet = (shift: number): string => `{const o=(a>>>${shift})&255;dv.setUint32(pos,octV.getUint32(o*4,true),true);pos+=octL[o];}`;
+/** ip_out from its number; the dot after the last octet is taken back. */
+const IP_OUT: Value = {
+  write: `{const a=ipOut[r];${octet(24)}${octet(16)}${octet(8)}${octet(0)}pos--;}`,
+  measure: '{const a=ipOut[r];len+=octL[a>>>24]+octL[(a>>>16)&255]+octL[(a>>>8)&255]+octL[a&255]-1;}',
+};
 
 function valueParts(code: number, shape: RowShape): Part[] {
   switch (code) {
     case FIELD.ip: return [QUOTE, shape.splitIp ? words('lines', 'ls', 'ie-s', wordsFor(MAX_IP)) : words('lines', 'ls', 'ae-s', wordsFor(MAX_ADDRESS)), QUOTE];
     case FIELD.port: return [QUOTE, words('lines', 'ie+1', 'ae-s', wordsFor(MAX_PORT)), QUOTE];
-    case FIELD.ip_out: return [QUOTE, words('ipOut', 'ipOutO[r]', 'ipOutO[r+1]-s', wordsFor(MAX_IP)), QUOTE];
-    case FIELD.ping: return [words('ping', 'pingO[r]', 'pingO[r+1]-s', wordsFor(shape.maxPing))];
-    case FIELD.timecheck: return [QUOTE, words('tc', 'r*19', '19', wordsFor(19)), QUOTE];
+    case FIELD.ip_out: return [QUOTE, IP_OUT, QUOTE];
+    case FIELD.ping: return [within('const p=pingRank[r];', words('ping', 'pingO[p]', 'pingO[p+1]-s', wordsFor(shape.maxPing)))];
+    case FIELD.timecheck: return [QUOTE, words('tc', 'timeRank[r]*19', '19', wordsFor(19)), QUOTE];
     case FIELD.country: return [{ write: 'dv.setUint32(pos,countryV.getUint32(country[r]*4,true),true);pos+=4;', measure: 'len+=4;' }];
     case FIELD.city: {
       const copy = wordsFor(shape.maxCity) <= MAX_FIXED_WORDS ? words('city', 'cityO[id]', 'cityO[id+1]-s', wordsFor(shape.maxCity)) : wordsToEnd('city', 'cityO[id]', 'cityO[id+1]');
@@ -257,9 +276,9 @@ export function compileRowWriter(shape: RowShape, domains: Domains): { writeRows
   ];
   const columns = `const c = store.c;
   const linesV = view(c.lines.bytes), lineOff = c.lines.off, ipLen = c.ipLen;
-  const ipOutV = view(c.ipOut.bytes), ipOutO = c.ipOut.off;
-  const pingV = view(c.pingText.bytes), pingO = c.pingText.off;
-  const tcV = view(c.timecheck);
+  const ipOut = c.ipOut, octV = view(octets), octL = octetLengths;
+  const pingRank = c.pingRank, pingV = view(c.pingText.bytes), pingO = c.pingText.off;
+  const timeRank = c.timeRank, tcV = view(c.timecheck);
   const type = c.type, anon = c.anon, country = c.country, city = c.city, works = c.works, svc = c.services;
   ${groups.map((_, g) => `const g${g}V = view(groups[${g}].bytes), g${g}L = groups[${g}].lengths;`).join('\n  ')}
   const countryV = view(store.countryJson);
@@ -277,5 +296,5 @@ return {
   ${measureLoop.join('\n  ')}
   },
 };`;
-  return new Function('groups', 'view', source)(groups, dataView) as { writeRows: RowWriter; measureRows: RowMeasure };
+  return new Function('groups', 'view', 'octets', 'octetLengths', source)(groups, dataView, OCTETS, OCTET_LENGTHS) as { writeRows: RowWriter; measureRows: RowMeasure };
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { CodedError, fileProblem, messageOf } from '../core/errors.js';
+import { mappedBuffer } from '../store/arena.js';
 import { buildStore } from '../store/build.js';
 import { RecordExtractor } from './record-extractor.js';
 import type { StoreColumns, StoreMeta } from '../store/columns.js';
@@ -22,7 +23,7 @@ const WINDOW_BYTES = 4 * 1024 * 1024;
  * read again after it moves on. Positions are relative to the window start.
  */
 class Window {
-  buf = Buffer.allocUnsafe(WINDOW_BYTES);
+  buf = Buffer.from(mappedBuffer(WINDOW_BYTES), 0, WINDOW_BYTES);
   len = 0;
   private fd: number | null;
   /** The file's size when it was opened. */
@@ -80,7 +81,7 @@ class Window {
     this.buf.copy(this.buf, 0, from, this.len);
     this.len -= from;
     if (this.len === this.buf.length) {
-      const bigger = Buffer.allocUnsafe(this.buf.length * 2);
+      const bigger = Buffer.from(mappedBuffer(this.buf.length * 2), 0, this.buf.length * 2);
       this.buf.copy(bigger, 0, 0, this.len);
       this.buf = bigger;
     }

@@ -4,6 +4,7 @@ import { FollowedFile, type FollowOptions } from '../core/follow-file.js';
 import type { Logger } from '../core/log.js';
 import { Store } from '../store/store.js';
 import { loadInWorker } from './load-in-worker.js';
+import { releaseDroppedStores } from './release-dropped.js';
 
 /**
  * The snapshot the server answers from. Each new version of the file is built
@@ -31,6 +32,7 @@ export class SnapshotFeed extends FollowedFile {
 
   protected async load(path: string, unchanged: () => boolean): Promise<void> {
     const started = performance.now();
+    releaseDroppedStores();
     let loaded: Awaited<ReturnType<typeof loadInWorker>>;
     try {
       loaded = await loadInWorker(path);

@@ -1,18 +1,31 @@
 /**
+ * glibc's malloc maps an allocation of 32 MiB or more by itself and unmaps it
+ * when it is freed. A smaller one may be served from, and stay in, its arenas
+ * after it is freed: the size it maps from rises, up to 32 MiB, with each
+ * mapped block freed. So the buffers a build allocates and drops are asked
+ * for at 32 MiB at least: the pages never touched cost no memory, and the
+ * ones touched go back to the system when the buffer goes.
+ */
+const ALWAYS_MAPPED = 32 * 1024 * 1024;
+
+/** A zeroed buffer of `bytes` that goes back to the system when dropped (under 1 MiB, as it comes). */
+export function mappedBuffer(bytes: number): ArrayBuffer {
+  return new ArrayBuffer(bytes < 1024 * 1024 ? bytes : Math.max(bytes, ALWAYS_MAPPED));
+}
+
+/**
  * The buffer a store's columns are carved from, sized for them before they
- * are built. One allocation that large is mapped by itself: the memory of a
- * store goes back to the system the moment the store is dropped, instead of
- * staying in the allocator's arenas (a column at a time, the RSS after a
- * few reloads of a large snapshot stayed near three stores), and the pages
- * of room never used are never touched. A column that finds no room left
- * gets an allocation of its own: the bound is a size, never a failure.
+ * are built, and mapped by itself (see mappedBuffer): the memory of a store
+ * goes back to the system the moment the store is dropped, and the pages of
+ * room never used are never touched. A column that finds no room left gets
+ * an allocation of its own: the bound is a size, never a failure.
  */
 export class ColumnArena {
   readonly buffer: ArrayBuffer;
   private pos = 0;
 
   constructor(bytes: number) {
-    this.buffer = new ArrayBuffer(bytes);
+    this.buffer = mappedBuffer(bytes);
   }
 
   u8(n: number): Uint8Array {

@@ -1,28 +1,46 @@
 import { ANONS, TYPES } from '../core/vocabulary.js';
 import { formatTimecheck } from '../core/service-time.js';
-import { ColumnArena } from './arena.js';
+import { ColumnArena, mappedBuffer } from './arena.js';
 import { member, setBit, wordsFor, type BitsetFamily } from './bitset.js';
 import { MAX_LINE_BYTES, READ_SLACK, type ByteStrings, type StoreColumns, type StoreMeta } from './columns.js';
 import { packStrings, writeAscii, writeIPv4, writeUint } from './encode.js';
-import { radixSortIndices, uint32Digits } from './radix-sort.js';
+import { radixSortIndices } from './radix-sort.js';
+
+/** Bytes per record of the columns a store keeps as they are read (permuted into row order later). */
+const KEPT_BYTES = 4 + 2 + 1 + 1 + 1 + 4 + 4 + 4 + 2 + 4 + 4;
+const KEPT_COLUMNS = 11;
+/**
+ * Working space per record: the raw ping (8) and checked_at (4) while the
+ * records are read, then three lanes of row ids (4 each) and one of sort
+ * digits (2) while the store is built. It is one buffer that the store never
+ * holds, so the build's peak is the store and this, whatever the phase.
+ */
+const SCRATCH_BYTES = 3 * 4 + 2;
 
 /**
  * Columns for the valid records of a snapshot, indexed by record number in
- * file order, with room for `capacity` records.
+ * file order, with room for `capacity` records. The kept columns are carved
+ * from one buffer that becomes the store's; ping and checked_at are read
+ * into the scratch and kept as ranks.
  */
 export function recordColumns(capacity: number) {
+  const kept = new ColumnArena(capacity * KEPT_BYTES + KEPT_COLUMNS * 8);
+  const scratch = mappedBuffer(capacity * SCRATCH_BYTES);
   return {
-    ip: new Uint32Array(capacity),
-    port: new Uint16Array(capacity),
-    type: new Uint8Array(capacity),
-    anon: new Uint8Array(capacity),
-    works: new Uint8Array(capacity),
-    ping: new Float64Array(capacity),
-    checkedAt: new Uint32Array(capacity),
-    country: new Uint16Array(capacity),
-    city: new Uint32Array(capacity),
-    services: new Uint32Array(capacity),
-    ipOut: new Uint32Array(capacity),
+    ip: kept.u32(capacity),
+    port: kept.u16(capacity),
+    type: kept.u8(capacity),
+    anon: kept.u8(capacity),
+    works: kept.u8(capacity),
+    pingRank: kept.u32(capacity),
+    timeRank: kept.u32(capacity),
+    ipOut: kept.u32(capacity),
+    country: kept.u16(capacity),
+    city: kept.u32(capacity),
+    services: kept.u32(capacity),
+    ping: new Float64Array(scratch, 0, capacity),
+    checkedAt: new Uint32Array(scratch, capacity * 8, capacity),
+    scratch,
   };
 }
 
@@ -41,15 +59,47 @@ export interface ExtractedRecords {
   countries(): string[];
 }
 
-/** Sort key for ping: the value itself, or its rank where some ping exceeds 32 bits. */
-function pingSortKey(ping: Float64Array, n: number): (i: number) => number {
-  let max = 0;
-  for (let i = 0; i < n; i++) if (ping[i] > max) max = ping[i];
-  if (max <= 0xffffffff) return (i) => ping[i];
-  const distinct = Float64Array.from(new Set(ping.subarray(0, n))).sort();
-  const rank = new Map<number, number>();
-  distinct.forEach((v, r) => rank.set(v, r));
-  return (i) => rank.get(ping[i])!;
+/** The widest span of whole values ranked through a table indexed by value (a week of seconds fits). */
+const TABLE_SPAN = 1 << 20;
+
+/**
+ * Writes the rank of each of values[0..n) among their distinct values (from
+ * the largest when `fromEnd`) and returns those distinct values, ascending.
+ * Whole numbers of a narrow span (times, pings in ms) are ranked through a
+ * table indexed by value, others through a map. Both live in the heap of the
+ * build's thread, which is gone with it.
+ */
+function rankValues(values: Float64Array | Uint32Array, n: number, rank: Uint32Array, fromEnd: boolean): Float64Array {
+  let min = Infinity;
+  let max = -Infinity;
+  let whole = true;
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    if (v < min) min = v;
+    if (v > max) max = v;
+    if (v !== Math.floor(v)) whole = false;
+  }
+  let distinct: Float64Array;
+  let rankOf: (v: number) => number;
+  if (n > 0 && whole && max - min < TABLE_SPAN) {
+    const table: number[] = new Array<number>(max - min + 1).fill(-1);
+    for (let i = 0; i < n; i++) table[values[i] - min] = 0;
+    let k = 0;
+    for (let d = 0; d < table.length; d++) if (table[d] === 0) table[d] = k++;
+    distinct = new Float64Array(k);
+    for (let d = 0; d < table.length; d++) if (table[d] >= 0) distinct[table[d]] = min + d;
+    rankOf = (v) => table[v - min];
+  } else {
+    const set = new Set<number>();
+    for (let i = 0; i < n; i++) set.add(values[i]);
+    distinct = Float64Array.from(set).sort();
+    const index = new Map<number, number>();
+    distinct.forEach((v, k) => index.set(v, k));
+    rankOf = (v) => index.get(v)!;
+  }
+  const last = distinct.length - 1;
+  for (let i = 0; i < n; i++) rank[i] = fromEnd ? last - rankOf(values[i]) : rankOf(values[i]);
+  return distinct;
 }
 
 /** One pass: each item written at most `maxBytes` long into the arena, then the block cut to size. */
@@ -61,13 +111,20 @@ function byteStrings(arena: ColumnArena, count: number, maxBytes: number, write:
   return { bytes: arena.shrink(room, pos + READ_SLACK), off };
 }
 
-type Column = Uint8Array | Uint16Array | Uint32Array | Float64Array;
+type Column = Uint8Array | Uint16Array | Uint32Array;
 
-/** dst[r] = src[order[r]], a column at a time, so the random reads stay in one array. */
-function gather<T extends Column>(arena: ColumnArena, src: T, order: Uint32Array, rows: number): T {
-  const dst = arena.copy(src.subarray(0, rows) as T);
-  for (let r = 0; r < rows; r++) dst[r] = src[order[r]];
-  return dst;
+/** The same kind of array as `like`, over `length` items of the scratch at `offset`. */
+function scratchView<T extends Column>(like: T, scratch: ArrayBuffer, offset: number, length: number): T {
+  const Kind = like.constructor as new (buffer: ArrayBuffer, offset: number, length: number) => T;
+  return new Kind(scratch, offset, length);
+}
+
+/** col[r] = col[out[r]] for the rows of `out`, in place through `tmp`; returns the first out.length items. */
+function permute<T extends Column>(col: T, out: Uint32Array, tmp: T): T {
+  const rows = out.length;
+  for (let r = 0; r < rows; r++) tmp[r] = col[out[r]];
+  col.set(tmp.subarray(0, rows) as never);
+  return col.subarray(0, rows) as T;
 }
 
 /** An empty family of `count` bitsets over `bits` bits, in the arena. */
@@ -76,10 +133,10 @@ function family(arena: ColumnArena, count: number, bits: number): BitsetFamily {
   return { words, data: arena.u32(Math.max(1, count * words)) };
 }
 
-/** Bytes of the columns of `rows` rows (see buildStore), with room for each column's alignment. */
-function columnBytes(rows: number, maxPing: number, sets: number, cities: number): number {
-  const perRow = 31 + 4 * 4 + 1 + (MAX_LINE_BYTES + 4) + (15 + 4) + (maxPing + 4) + 19 + 4;
-  return rows * perRow + sets * Math.max(1, wordsFor(rows)) * 4 + (cities + 1) * 4 + 4 * READ_SLACK + 40 * 8;
+/** Bytes of the derived columns of `rows` rows (see buildStore), with room for each column's alignment. */
+function derivedBytes(rows: number, sets: number, cities: number): number {
+  const perRow = 4 * 4 + (MAX_LINE_BYTES + 4) + 1 + 4;
+  return rows * perRow + sets * Math.max(1, wordsFor(rows)) * 4 + (cities + 1) * 4 + 2 * READ_SLACK + 20 * 8;
 }
 
 /**
@@ -87,102 +144,96 @@ function columnBytes(rows: number, maxPing: number, sets: number, cities: number
  * duplicates of one (ip, port, type) the latest `checked_at` is kept, and on
  * a tie the one later in the file. `contentHash` identifies the snapshot's
  * bytes: instances that load one file agree on it (it seeds the ETags).
+ *
+ * Memory: the kept columns are permuted into row order where they are, the
+ * orders are sorted in the records' scratch, and the derived columns go into
+ * one more buffer; nothing else grows with the records.
  */
 export function buildStore(records: ExtractedRecords, generatedAt: number, contentHash: string): { columns: StoreColumns; meta: StoreMeta } {
   const services = records.serviceNames;
   const countries = records.countries();
   const m = records.count;
   const x = records.columns;
-  const typeDigits = Uint16Array.from(x.type.subarray(0, m));
-  const portDigits = x.port.subarray(0, m);
-  const ipDigits = uint32Digits((i) => x.ip[i], m, false);
-  const checkedDesc = uint32Digits((i) => x.checkedAt[i], m, true);
+
+  // Pings and times become ranks: the store keeps the distinct values and their texts once.
+  const pingValues = rankValues(x.ping, m, x.pingRank, false);
+  const times = Uint32Array.from(rankValues(x.checkedAt, m, x.timeRank, true)).reverse();
+
+  // From here the raw pings and times are gone: the scratch is three lanes of ids and the digits.
+  const capacity = x.ip.length;
+  const lane = (k: number): Uint32Array => new Uint32Array(x.scratch, k * 4 * capacity, m);
+  const lanes = [lane(0), lane(1), lane(2)];
+  const digits = new Uint16Array(x.scratch, 12 * capacity, m);
+  const freeLane = (...used: Uint32Array[]): Uint32Array => lanes.find((l) => !used.some((u) => u.byteOffset === l.byteOffset))!;
 
   // Identity order (ip, port, type), freshest first within one identity; the
   // initial reversed order makes "later in the file" win ties.
-  const reversed = new Uint32Array(m);
+  const reversed = lanes[0];
   for (let i = 0; i < m; i++) reversed[i] = m - 1 - i;
-  const identity = radixSortIndices(reversed, [...checkedDesc, typeDigits, portDigits, ...ipDigits]);
-  const keptIdentity = new Uint32Array(m);
+  const identity = radixSortIndices(reversed, [
+    { column: x.timeRank, descending: false }, { column: x.type, descending: false },
+    { column: x.port, descending: false }, { column: x.ip, descending: false },
+  ], lanes[1], digits);
   let rows = 0;
   for (let j = 0; j < m; j++) {
     const v = identity[j];
-    const prev = j > 0 ? identity[j - 1] : -1;
-    if (prev >= 0 && x.ip[prev] === x.ip[v] && x.port[prev] === x.port[v] && x.type[prev] === x.type[v]) continue;
-    keptIdentity[rows++] = v;
+    const p = rows > 0 ? identity[rows - 1] : -1;
+    if (p >= 0 && x.ip[p] === x.ip[v] && x.port[p] === x.port[v] && x.type[p] === x.type[v]) continue;
+    identity[rows++] = v;
   }
+  const kept = identity.subarray(0, rows);
 
   // Output order: checked_at desc, ping asc, then ip, port, type, which the
   // identity order already has and stable passes keep.
-  const pingDigits = uint32Digits(pingSortKey(x.ping, m), m, false);
-  const out = radixSortIndices(keptIdentity.slice(0, rows), [...pingDigits, ...checkedDesc]);
-  const rowOf = new Uint32Array(m);
+  const start = freeLane(kept).subarray(0, rows);
+  start.set(kept);
+  const out = radixSortIndices(start, [{ column: x.pingRank, descending: false }, { column: x.timeRank, descending: false }], freeLane(kept, start), digits);
+  const rowOf = freeLane(kept, out);
   for (let r = 0; r < rows; r++) rowOf[out[r]] = r;
 
-  // Pings repeat a lot: format each whole-millisecond value once.
-  const pingMemo = new Map<number, string>();
-  const pingString = (ms: number): string => {
-    let s = pingMemo.get(ms);
-    if (s === undefined) pingMemo.set(ms, (s = String(ms / 1000)));
-    return s;
-  };
-  let maxPing = 1;
-  for (let j = 0; j < rows; j++) maxPing = Math.max(maxPing, pingString(x.ping[out[j]]).length);
-  const arena = new ColumnArena(columnBytes(rows, maxPing, TYPES.length + ANONS.length + countries.length + services.length, records.cities.length));
-
-  const c = {
-    rows,
-    ip: gather(arena, x.ip, out, rows), port: gather(arena, x.port, out, rows), type: gather(arena, x.type, out, rows), anon: gather(arena, x.anon, out, rows),
-    works: gather(arena, x.works, out, rows), ping: gather(arena, x.ping, out, rows), checkedAt: gather(arena, x.checkedAt, out, rows),
-    country: gather(arena, x.country, out, rows), city: gather(arena, x.city, out, rows), services: gather(arena, x.services, out, rows),
-  };
-  // Not a column of the store: only its text is kept.
-  const ipOut = new Uint32Array(rows);
-  for (let r = 0; r < rows; r++) ipOut[r] = x.ipOut[out[r]];
-
+  const arena = new ColumnArena(derivedBytes(rows, TYPES.length + ANONS.length + countries.length + services.length, records.cities.length));
   const byAddress = arena.u32(rows);
   const addrId = arena.u32(rows);
-  // keptIdentity[0..rows) is ordered by ip, port, type.
+  // kept is ordered by ip, port, type; the columns are still in record order.
   let addrCount = 0;
   for (let j = 0; j < rows; j++) {
-    const r = (byAddress[j] = rowOf[keptIdentity[j]]);
-    const p = j > 0 ? byAddress[j - 1] : -1;
-    if (p < 0 || c.ip[p] !== c.ip[r] || c.port[p] !== c.port[r]) addrCount++;
+    const v = kept[j];
+    const p = j > 0 ? kept[j - 1] : -1;
+    if (p < 0 || x.ip[p] !== x.ip[v] || x.port[p] !== x.port[v]) addrCount++;
+    const r = (byAddress[j] = rowOf[v]);
     addrId[r] = addrCount - 1;
   }
 
+  // The kept columns into row order, through a lane that is free again.
+  const tmpOffset = freeLane(out).byteOffset;
+  const inRowOrder = <T extends Column>(col: T): T => permute(col, out, scratchView(col, x.scratch, tmpOffset, rows));
+  const c = {
+    rows,
+    ip: inRowOrder(x.ip), port: inRowOrder(x.port), type: inRowOrder(x.type), anon: inRowOrder(x.anon), works: inRowOrder(x.works),
+    pingRank: inRowOrder(x.pingRank), timeRank: inRowOrder(x.timeRank), ipOut: inRowOrder(x.ipOut),
+    country: inRowOrder(x.country), city: inRowOrder(x.city), services: inRowOrder(x.services),
+  };
+
   // The other orders (README, Parameters); stable passes over the row order keep it for ties.
-  // (The sort may reorder the array it is given: each gets its own.)
   const rowOrder = (): Uint32Array => {
-    const order = new Uint32Array(rows);
+    const order = lanes[0].subarray(0, rows);
     for (let r = 0; r < rows; r++) order[r] = r;
     return order;
   };
-  const byPing = arena.copy(radixSortIndices(rowOrder(), uint32Digits(pingSortKey(c.ping, rows), rows, false)));
-  const byWorks = arena.copy(radixSortIndices(rowOrder(), uint32Digits((r) => c.works[r], rows, true)));
+  const rowDigits = digits.subarray(0, rows);
+  const byPing = arena.copy(radixSortIndices(rowOrder(), [{ column: c.pingRank, descending: false }], lanes[1], rowDigits));
+  const byWorks = arena.copy(radixSortIndices(rowOrder(), [{ column: c.works, descending: true }], lanes[1], rowDigits));
 
   const ipLen = arena.u8(rows);
   const lines = byteStrings(arena, rows, MAX_LINE_BYTES, (buf, pos, r) => {
-    const start = pos;
+    const begin = pos;
     pos = writeIPv4(buf, pos, c.ip[r]);
-    ipLen[r] = pos - start;
+    ipLen[r] = pos - begin;
     buf[pos++] = 58; // ':'
     pos = writeUint(buf, pos, c.port[r]);
     buf[pos] = 10;
     return pos + 1;
   });
-  const ipOutText = byteStrings(arena, rows, 15, (buf, pos, r) => writeIPv4(buf, pos, ipOut[r]));
-  const pingText = byteStrings(arena, rows, maxPing, (buf, pos, r) => writeAscii(buf, pos, pingString(c.ping[r])));
-
-  // Rows are grouped by checked_at: a run repeats the bytes of its first row.
-  const timecheck = arena.u8(rows * 19 + READ_SLACK);
-  for (let r = 0; r < rows; r++) {
-    if (r > 0 && c.checkedAt[r] === c.checkedAt[r - 1]) {
-      for (let i = r * 19 - 19, j = r * 19, end = j + 19; j < end; ) timecheck[j++] = timecheck[i++];
-    } else {
-      writeAscii(timecheck, r * 19, formatTimecheck(c.checkedAt[r]));
-    }
-  }
 
   const typeBits = family(arena, TYPES.length, rows);
   const anonBits = family(arena, ANONS.length, rows);
@@ -207,15 +258,22 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   const fill = cityStart.slice(0, cityCount);
   for (let r = 0; r < rows; r++) cityRows[fill[c.city[r]]++] = r;
 
+  // A ping of whole milliseconds, in seconds as JSON writes it.
+  const pingText = packStrings(Array.from(pingValues, (ms) => String(ms / 1000)));
+  const timecheck = new Uint8Array(times.length * 19 + READ_SLACK);
+  times.forEach((t, k) => writeAscii(timecheck, k * 19, formatTimecheck(t)));
+
   const columns: StoreColumns = {
-    ...c, addrId, addrCount, byAddress, byPing, byWorks, lines, ipLen, ipOut: ipOutText, pingText, timecheck,
+    ...c, pingValues, times, addrId, addrCount, byAddress, byPing, byWorks, lines, ipLen, pingText, timecheck,
     typeBits, anonBits, countryBits, serviceBits, cityStart, cityRows,
     cityJsonRu: packStrings(records.cities.map((k) => JSON.stringify(k.ru))),
     cityJsonEn: packStrings(records.cities.map((k) => JSON.stringify(k.en))),
   };
+  let maxPingText = 1;
+  for (let k = 0; k < pingValues.length; k++) maxPingText = Math.max(maxPingText, pingText.off[k + 1] - pingText.off[k]);
   const meta: StoreMeta = {
     generatedAt, contentHash, services: [...services], countries, cities: records.cities,
-    skipped: records.skipped, duplicates: m - rows, skipReasons: records.skipReasons, maxPingText: maxPing,
+    skipped: records.skipped, duplicates: m - rows, skipReasons: records.skipReasons, maxPingText,
   };
   return { columns, meta };
 }

@@ -4,7 +4,7 @@ import type { BitsetFamily } from './bitset.js';
 export const MAX_LINE_BYTES = 22;
 
 /**
- * Byte columns (lines, ipOut, pingText, timecheck, city JSON) end with this
+ * Byte columns (lines, ping texts, timecheck, city JSON) end with this
  * many zero bytes after their last item: renderers copy whole words from an
  * item's start without checking how far the last word reaches.
  */
@@ -27,9 +27,16 @@ export interface StoreColumns {
   type: Uint8Array;
   anon: Uint8Array;
   works: Uint8Array;
-  /** Whole milliseconds; Float64 because the contract bounds ping_ms only below. */
-  ping: Float64Array;
-  checkedAt: Uint32Array;
+  /** Rank of the row's ping among `pingValues`: the ping filter and order compare ranks. */
+  pingRank: Uint32Array;
+  /** The distinct pings in whole milliseconds, ascending (Float64: the contract bounds ping_ms only below). */
+  pingValues: Float64Array;
+  /** Rank of the row's checked_at among `times`; rows are in rank order. */
+  timeRank: Uint32Array;
+  /** The distinct checked_at values, descending. */
+  times: Uint32Array;
+  /** The address rows are answered from, as a number. */
+  ipOut: Uint32Array;
   country: Uint16Array;
   city: Uint32Array;
   /** Bit i = compatible with service i (at most 32 services). */
@@ -46,9 +53,9 @@ export interface StoreColumns {
   lines: ByteStrings;
   /** Bytes of the `ip` part at the start of each line. */
   ipLen: Uint8Array;
-  ipOut: ByteStrings;
+  /** The JSON of each of `pingValues` (seconds), by rank. */
   pingText: ByteStrings;
-  /** 19 bytes per row: `YYYY-MM-DD HH:MM:SS` in UTC+02:00. */
+  /** 19 bytes for each of `times`, by rank: `YYYY-MM-DD HH:MM:SS` in UTC+02:00. */
   timecheck: Uint8Array;
   typeBits: BitsetFamily;
   anonBits: BitsetFamily;
@@ -82,8 +89,8 @@ export interface StoreMeta {
 
 export function transferables(c: StoreColumns): ArrayBuffer[] {
   const views: ArrayBufferView[] = [
-    c.ip, c.port, c.type, c.anon, c.works, c.ping, c.checkedAt, c.country, c.city, c.services, c.addrId, c.byAddress, c.byPing, c.byWorks,
-    c.lines.bytes, c.lines.off, c.ipLen, c.ipOut.bytes, c.ipOut.off, c.pingText.bytes, c.pingText.off, c.timecheck,
+    c.ip, c.port, c.type, c.anon, c.works, c.pingRank, c.pingValues, c.timeRank, c.times, c.ipOut, c.country, c.city, c.services,
+    c.addrId, c.byAddress, c.byPing, c.byWorks, c.lines.bytes, c.lines.off, c.ipLen, c.pingText.bytes, c.pingText.off, c.timecheck,
     c.typeBits.data, c.anonBits.data, c.countryBits.data, c.serviceBits.data, c.cityStart, c.cityRows,
     c.cityJsonRu.bytes, c.cityJsonRu.off, c.cityJsonEn.bytes, c.cityJsonEn.off,
   ];

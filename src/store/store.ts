@@ -67,14 +67,27 @@ export class Store {
 
   /** Rows checked at or after `minCheckedAt`: a prefix, since rows are freshest first. */
   prefixEnd(minCheckedAt: number): number {
-    const t = this.c.checkedAt;
+    const { timeRank, times } = this.c;
     let lo = 0;
     let hi = this.rows;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (t[mid] >= minCheckedAt) lo = mid + 1;
+      if (times[timeRank[mid]] >= minCheckedAt) lo = mid + 1;
       else hi = mid;
     }
     return lo;
+  }
+
+  /** The highest rank of a ping of at most `maxPing` ms; -1 when every ping is above it. */
+  pingRankAtMost(maxPing: number): number {
+    const values = this.c.pingValues;
+    let lo = 0;
+    let hi = values.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (values[mid] <= maxPing) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo - 1;
   }
 }

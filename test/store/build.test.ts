@@ -33,7 +33,7 @@ test('rows are in output order: checked_at desc, ping asc, address, port, type',
   ]);
   assert.equal(lines(s), ['200.0.0.1:80', '1.1.1.1:80', '1.1.1.2:80', '9.0.0.1:80', '10.0.0.1:80', '10.0.0.1:80', '10.0.0.1:81', '10.0.0.2:80', '0.0.0.1:80']);
   // 99.6 rounds to 100 ms and ties with the others there: the address decides.
-  assert.equal(Array.from(s.c.ping.subarray(1, 5)), [99, 100, 100, 100]);
+  assert.equal(Array.from(s.c.pingRank.subarray(1, 5), (k) => s.c.pingValues[k]), [99, 100, 100, 100]);
   assert.equal(Array.from(s.c.type.subarray(4, 6)), [1, 3]);
 });
 
@@ -65,7 +65,7 @@ test('invalid records are skipped, counted and explained', () => {
 test('optional fields: null and missing are alike, ip_out falls back to ip', () => {
   const s = build([{ ...base, ip_out: null, city: null, services: null }, { ...base, ip: '10.0.0.3', ip_out: '8.8.8.8', city: { en: 'Oslo' } }]);
   assert.is(s.rows, 2);
-  const ipOut = (r: number) => Buffer.from(s.c.ipOut.bytes.subarray(s.c.ipOut.off[r], s.c.ipOut.off[r + 1])).toString();
+  const ipOut = (r: number) => [24, 16, 8, 0].map((shift) => (s.c.ipOut[r] >>> shift) & 255).join('.');
   assert.equal([ipOut(0), ipOut(1)], ['10.0.0.1', '8.8.8.8']);
   assert.equal(s.meta.cities[s.c.city[1]], { ru: '', en: 'Oslo' });
 });
@@ -93,16 +93,29 @@ test('the time prefix is found by binary search', () => {
   assert.is(s.prefixEnd(-5), 5);
 });
 
-test('a store\'s columns are carved from one buffer sized for them (a dropped store frees its memory at once)', () => {
-  const { columns } = buildFromRecords(generateRecords({ records: 5000, seed: 44, now: 1_800_000_000 }));
+test('a store\'s row columns are carved from two buffers; what else it holds grows with distinct values, not rows', () => {
+  const { columns } = buildFromRecords(generateRecords({ records: 20_000, seed: 44, now: 1_800_000_000 }));
   const buffers = transferables(columns);
-  const biggest = buffers.reduce((a, b) => (b.byteLength > a.byteLength ? b : a));
-  let used = 0;
-  for (const v of [columns.ip, columns.ping, columns.lines.bytes, columns.timecheck, columns.countryBits.data, columns.cityRows, columns.byWorks]) {
-    assert.is(v.buffer, biggest, 'a column in the one buffer');
-  }
-  for (const b of buffers) if (b !== biggest) used += b.byteLength;
-  assert.ok(used < 4096, `only the city names outside it: ${used} bytes`);
+  const kept = columns.ip.buffer;
+  const derived = columns.lines.bytes.buffer;
+  assert.is.not(kept, derived);
+  for (const v of [columns.ip, columns.pingRank, columns.timeRank, columns.ipOut, columns.services]) assert.is(v.buffer, kept, 'a column read from the records');
+  for (const v of [columns.lines.bytes, columns.countryBits.data, columns.cityRows, columns.byWorks, columns.addrId]) assert.is(v.buffer, derived, 'a derived column');
+  const rest = buffers.filter((b) => b !== kept && b !== derived).reduce((n, b) => n + b.byteLength, 0);
+  const distinct = columns.pingValues.length + columns.times.length;
+  assert.ok(distinct < columns.rows / 2, `fewer distinct pings and times than rows: ${distinct}`);
+  assert.ok(rest <= distinct * 40 + 4096, `${rest} bytes for ${distinct} distinct values`);
+});
+
+test('pings and times are ranks into their distinct values; the ping bound is a rank', () => {
+  const s = build([300, 100, 200, 100, 0].map((ping_ms, i) => ({ ...base, ip: `10.0.0.${i + 1}`, ping_ms, checked_at: 1000 - (i % 2) })));
+  assert.equal(Array.from(s.c.pingValues), [0, 100, 200, 300]);
+  assert.equal(Array.from(s.c.times), [1000, 999]);
+  assert.equal(Array.from(s.c.timeRank), [0, 0, 0, 1, 1]);
+  assert.is(s.pingRankAtMost(-1), -1);
+  assert.is(s.pingRankAtMost(99), 0);
+  assert.is(s.pingRankAtMost(100), 1);
+  assert.is(s.pingRankAtMost(1e9), 3);
 });
 
 test('a column arena that runs out of room gives columns of their own, never an error', () => {
