@@ -6,9 +6,9 @@ import { runInNewContext } from 'node:vm';
  * finishes, but its memory (outside the JavaScript heap) goes back only when
  * a full collection finds it unreachable, and nothing in a quiet heap starts
  * one. Left alone, the store before the last one may still be held when the
- * next build reaches its peak: three stores at once instead of two. So each
- * load starts with one full collection, a reload interval after the last
- * swap, when the stores no request holds any more can go.
+ * next build reaches its peak: three stores at once instead of two. So the
+ * load after a swap starts with one full collection, a reload interval
+ * after that swap, when the stores no request holds any more can go.
  */
 setFlagsFromString('--expose-gc');
 const collect = runInNewContext('gc') as () => void;

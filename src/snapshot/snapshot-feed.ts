@@ -20,6 +20,8 @@ export class SnapshotFeed extends FollowedFile {
   /** Duration of the last successful load: read, decode, check, build, transfer, swap. */
   lastLoadMs = 0;
   private generation = 0;
+  /** A store was swapped out since the last full collection. */
+  private dropped = false;
   private readonly listeners: Array<(store: Store) => void> = [];
 
   constructor(path: string, private readonly clock: Clock, private readonly log: Logger, options?: FollowOptions) {
@@ -32,7 +34,10 @@ export class SnapshotFeed extends FollowedFile {
 
   protected async load(path: string, unchanged: () => boolean): Promise<void> {
     const started = performance.now();
-    releaseDroppedStores();
+    if (this.dropped) {
+      this.dropped = false;
+      releaseDroppedStores();
+    }
     let loaded: Awaited<ReturnType<typeof loadInWorker>>;
     try {
       loaded = await loadInWorker(path);
@@ -48,6 +53,7 @@ export class SnapshotFeed extends FollowedFile {
     if (!unchanged()) return this.changedWhileRead(path);
     const { columns, meta } = loaded;
     const store = new Store(columns, meta, { file: path, loadedAtMs: this.clock.nowMs(), generation: ++this.generation });
+    this.dropped = this.current !== null;
     this.current = store;
     this.lastLoadMs = performance.now() - started;
     this.reloadsOk++;
