@@ -5,8 +5,11 @@ import { loadUws, type TemplatedApp, type us_listen_socket } from './uws.js';
 
 /**
  * How often the descriptors in use are counted against the limit: often
- * when more than half are in use (a burst of connections may take the rest
- * at once), seldom otherwise (counting reads one entry per descriptor).
+ * when more than an eighth are in use, seldom otherwise (counting reads one
+ * entry per descriptor). Between a burst that takes the last descriptors
+ * and the next count, accepting spins: the first count comes at most 250 ms
+ * after a burst, unless the burst took over seven eighths of the limit in
+ * less than a second.
  */
 const CHECK_MS = 250;
 const RELAXED_CHECK_MS = 1000;
@@ -82,7 +85,7 @@ export class Listener {
     if (this.closed) return;
     const d = this.descriptors();
     if (!d) return this.schedule(RELAXED_CHECK_MS);
-    this.schedule(d.open * 2 > d.limit || !this.token ? CHECK_MS : RELAXED_CHECK_MS);
+    this.schedule(d.open * 8 > d.limit || !this.token ? CHECK_MS : RELAXED_CHECK_MS);
     const margin = Math.max(16, Math.floor(d.limit / 50));
     if (this.token && d.open >= d.limit - margin) {
       loadUws().us_listen_socket_close(this.token);
