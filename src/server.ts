@@ -13,10 +13,11 @@ import { createLogger, type Logger } from './core/log.js';
 import { createApp } from './http/app.js';
 import type { Lifecycle } from './http/lifecycle.js';
 import { Metrics } from './http/metrics.js';
-import { BodySources, DEFAULT_WHOLE_BODIES_BYTES } from './http/bodies.js';
-import { ResponseCache } from './http/response-cache.js';
+import { BodySources, DEFAULT_WHOLE_BODIES_BYTES } from './bodies/sources.js';
+import { ResponseCache } from './bodies/response-cache.js';
 import { Sender } from './http/sender.js';
 import { Waiters } from './http/waiters.js';
+import { Answers } from './http/answer.js';
 import { Listener } from './http/listener.js';
 import { uwsBuild } from './http/uws.js';
 import { Tagger } from './query/etag.js';
@@ -118,7 +119,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const bodies = new BodySources(cache, scratch, o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES, log);
   const tagger = new Tagger(scratch);
   const queries = new QueryMemo();
-  const waiters = new Waiters(clock, feed, queries, tagger, bodies, sender, log);
+  const answers = new Answers(bodies, tagger, sender);
+  const waiters = new Waiters(clock, feed, queries, answers, sender, log);
   const memory = new MemoryLimiter();
   const redisUrl = o.limiter && o.limiter !== 'memory' ? o.limiter : null;
   if (redisUrl && o.state) throw new CodedError('E_USAGE', '--state cannot be used with --limiter redis://...: Redis keeps the usage');
@@ -137,7 +139,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   pruner.unref();
   const life: Lifecycle = { draining: false, limiter: redis, origin, listener: null };
   const metrics = new Metrics(feed, keys, cache, bodies, sender, waiters, life, clock);
-  const app = createApp({ clock, feed, keys, limiter, trustProxy, queries, bodies, tagger, waiters, sender, log, metrics, metricsAllow, life, accessLog: o.accessLog ?? false });
+  const app = createApp({ clock, feed, keys, limiter, trustProxy, queries, answers, waiters, sender, log, metrics, metricsAllow, life, accessLog: o.accessLog ?? false });
 
   const listener = (life.listener = new Listener(app, o.host, log));
   let port: number;

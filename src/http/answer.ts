@@ -1,9 +1,11 @@
+import type { BodySources } from '../bodies/sources.js';
+import type { Tagger } from '../query/etag.js';
 import type { Get, Plan } from '../query/plan.js';
 import type { Store } from '../store/store.js';
-import type { Encoding } from './encoding.js';
+import type { Source } from '../bodies/body.js';
+import type { Encoding } from '../bodies/encoding.js';
 import { HTTP_FAILURES } from './failures.js';
 import type { Exchange } from './exchange.js';
-import type { Source } from './production.js';
 import type { Headers, Sender } from './sender.js';
 
 const TEXT = 'text/plain; charset=utf-8';
@@ -38,15 +40,50 @@ export function answerHeaders(plan: Plan, encoding: Encoding | null, v: Validato
   return [...FIXED[plan.get][encoding ?? 'identity'], ['ETag', v.etag], ['Snapshot-Generated-At', String(v.store.meta.generatedAt)], ...v.rate];
 }
 
+/** What an answer to a plan is about: the store, the rows of its window (the first `end`), and the ETag that names them. */
+export interface Selection {
+  store: Store;
+  plan: Plan;
+  end: number;
+  nowMs: number;
+  etag: string;
+}
+
+/** The end of the plan's window in `store` at `nowMs`: rows are freshest first, so the window is a prefix. */
+export const windowEnd = (store: Store, plan: Plan, nowMs: number): number => store.prefixEnd(Math.floor(nowMs / 1000) - plan.time);
+
+/**
+ * The one path from a plan to its answer, for a request answered at once
+ * (api.ts) and for one held until its answer changes (waiters.ts): the
+ * plan's window and ETag now, then a 304, or a 200 with the body from its
+ * source.
+ */
+export class Answers {
+  constructor(private readonly bodies: BodySources, readonly tagger: Tagger, private readonly sender: Sender) {}
+
+  select(store: Store, plan: Plan, nowMs: number, end = windowEnd(store, plan, nowMs)): Selection {
+    return { store, plan, end, nowMs, etag: this.tagger.etag(store, plan, end) };
+  }
+
+  /** The source of the selection's body in `encoding`; `shared` for one that several requests read. */
+  source(s: Selection, encoding: Encoding | null, shared = false): Source {
+    return this.bodies.source(s.store, s.plan, s.end, s.nowMs, encoding, shared);
+  }
+
+  /** 200 with the body of `source`, the selection's own unless given. */
+  ok(ex: Exchange, s: Selection, encoding: Encoding | null, rate: Headers, source = this.source(s, encoding)): void {
+    answerWith(this.sender, ex, s.plan, source, { etag: s.etag, store: s.store, rate });
+  }
+
+  notModified(ex: Exchange, plan: Plan, v: Validators): void {
+    this.sender.notModified(ex, answerHeaders(plan, null, v));
+  }
+}
+
 /** Answers 200 with the body of `source`, at once or once its length is known. */
-export function answerWith(sender: Sender, ex: Exchange, plan: Plan, source: Source, v: Validators): void {
-  if (source.total >= 0) return sender.body(ex, '200 OK', answerHeaders(plan, source.encoding, v), source.open());
+function answerWith(sender: Sender, ex: Exchange, plan: Plan, source: Source, v: Validators): void {
+  const send = (): void => sender.body(ex, '200 OK', answerHeaders(plan, source.encoding, v), source.open());
+  if (source.total >= 0) return send();
   // The body is being produced: the answer is written once its length (and its coding: a compression may fall back to the plain body) is known.
-  const forget = source.whenReady((ok) => {
-    if (ex.aborted) return;
-    if (ok) sender.body(ex, '200 OK', answerHeaders(plan, source.encoding, v), source.open());
-    else sender.error(ex, HTTP_FAILURES.internal);
-  });
-  // A client that goes away meanwhile no longer waits: work that no one else waits for stops.
-  if (!ex.answered) ex.onAbort(forget);
+  ex.defer<boolean>((settle) => source.whenReady(settle), (ok) => (ok ? send() : sender.error(ex, HTTP_FAILURES.internal)));
 }

@@ -5,15 +5,13 @@ import type { KeysFeed } from '../access/keys-feed.js';
 import type { KeyEntry } from '../access/keys.js';
 import type { Limiter, Verdict } from '../access/limiter.js';
 import { rateLimitHeaders } from '../access/rate-limit-headers.js';
-import type { Tagger } from '../query/etag.js';
 import type { QueryMemo } from '../query/query-memo.js';
 import { DEFAULT_SERVICES } from '../core/vocabulary.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
-import { answerHeaders, answerWith } from './answer.js';
-import type { BodySources } from './bodies.js';
+import type { Answers } from './answer.js';
 import { ifNoneMatch } from './conditional.js';
 import { HTTP_FAILURES, limitFailure } from './failures.js';
-import { negotiate } from './encoding.js';
+import { Codings } from './encoding.js';
 import type { Exchange } from './exchange.js';
 import type { Metrics } from './metrics.js';
 import type { Headers, Sender } from './sender.js';
@@ -37,8 +35,7 @@ export interface ApiDeps {
   limiter: Limiter;
   trustProxy: AddressSet;
   queries: QueryMemo;
-  bodies: BodySources;
-  tagger: Tagger;
+  answers: Answers;
   waiters: Waiters;
   sender: Sender;
   metrics: Metrics;
@@ -82,6 +79,7 @@ export function targetTooLong(url: string, query: string | undefined): boolean {
  */
 export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest) => void {
   const { sender } = deps;
+  const codings = new Codings();
 
   /** The checks of the README's Errors after the limits, once the limiter has decided, then the answer. */
   const admitted = (ex: Exchange, memo: MemoEntry, entry: KeyEntry, verdict: Verdict, headers: RequestHeaders, nowMs: number, monoMs: number): void => {
@@ -98,15 +96,13 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
     if (!parsed.ok) return sender.error(ex, HTTP_FAILURES.badParameter(parsed.message), rate);
     if (!store) return sender.error(ex, HTTP_FAILURES.notLoaded, rate);
 
-    const plan = parsed.plan;
-    const end = store.prefixEnd(Math.floor(nowMs / 1000) - plan.time);
-    const etag = deps.tagger.etag(store, plan, end);
-    const encoding = negotiate(headers.acceptEncoding);
-    if (headers.ifNoneMatch !== '' && ifNoneMatch(headers.ifNoneMatch, etag)) {
-      if (plan.wait !== null) return deps.waiters.hold(ex, memo, plan, store, deps.tagger.selectionTag(store, plan, end), etag, encoding, rate);
-      return sender.notModified(ex, answerHeaders(plan, null, { etag, store, rate }));
+    const selection = deps.answers.select(store, parsed.plan, nowMs);
+    const encoding = codings.negotiate(headers.acceptEncoding);
+    if (headers.ifNoneMatch !== '' && ifNoneMatch(headers.ifNoneMatch, selection.etag)) {
+      if (selection.plan.wait !== null) return deps.waiters.hold(ex, memo, selection, encoding, rate);
+      return deps.answers.notModified(ex, selection.plan, { etag: selection.etag, store, rate });
     }
-    answerWith(sender, ex, plan, deps.bodies.source(store, plan, end, nowMs, encoding), { etag, store, rate });
+    deps.answers.ok(ex, selection, encoding, rate);
   };
 
   return (ex, req) => {
@@ -135,15 +131,14 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
     const headers: RequestHeaders = { acceptEncoding: req.getHeader('accept-encoding'), ifNoneMatch: req.getHeader('if-none-match') };
     const verdict = deps.limiter.admit(entry, subnet, nowMs, monoMs);
     if (!(verdict instanceof Promise)) return admitted(ex, memo, entry, verdict, headers, nowMs, monoMs);
-    ex.onAbort(null);
-    verdict.then(
-      (v) => {
-        if (!ex.aborted) admitted(ex, memo, entry, v, headers, deps.clock.nowMs(), deps.clock.monotonicMs());
+    ex.defer<Verdict | null>(
+      (settle) => {
+        verdict.then(settle, (err: unknown) => {
+          deps.log.error({ event: 'limiter_failed', err }, 'the usage limiter failed');
+          settle(null);
+        });
       },
-      (err: unknown) => {
-        deps.log.error({ event: 'limiter_failed', err }, 'the usage limiter failed');
-        if (!ex.aborted) sender.error(ex, HTTP_FAILURES.internal);
-      },
+      (v) => (v ? admitted(ex, memo, entry, v, headers, deps.clock.nowMs(), deps.clock.monotonicMs()) : sender.error(ex, HTTP_FAILURES.internal)),
     );
   };
 }

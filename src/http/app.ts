@@ -118,15 +118,14 @@ export function createApp(deps: AppDeps): TemplatedApp {
   };
   /** Answers with what `work` makes, or `failure` when it fails; from here on the client may go away. */
   const later = (ex: Exchange, work: Promise<string>, contentType: string, failure: HttpFailure, event: string): void => {
-    ex.onAbort(null);
-    work.then(
-      (text) => {
-        if (!ex.aborted) sender.bytes(ex, '200 OK', [['Content-Type', contentType], ['Cache-Control', 'no-store']], Buffer.from(text));
+    ex.defer<string | null>(
+      (settle) => {
+        work.then(settle, (err: unknown) => {
+          log.error({ event, err }, `${event.replace('_', ' ')}`);
+          settle(null);
+        });
       },
-      (err: unknown) => {
-        log.error({ event, err }, `${event.replace('_', ' ')}`);
-        if (!ex.aborted) sender.error(ex, failure);
-      },
+      (text) => (text !== null ? sender.bytes(ex, '200 OK', [['Content-Type', contentType], ['Cache-Control', 'no-store']], Buffer.from(text)) : sender.error(ex, failure)),
     );
   };
   const metrics: Handler = (ex) => {

@@ -59,6 +59,19 @@ export class Exchange {
     });
   }
 
+  /**
+   * The answer comes after the handler returns, once the work that `start`
+   * begins settles: `settled` then runs with its outcome, unless the client
+   * went away meanwhile. `start` may return what to call if the client goes
+   * away first, so that work no one else waits for stops.
+   */
+  defer<T>(start: (settle: (outcome: T) => void) => (() => void) | void, settled: (outcome: T) => void): void {
+    const stop = start((outcome) => {
+      if (!this.aborted) settled(outcome);
+    });
+    if (!this.answered) this.onAbort(stop ?? null);
+  }
+
   /** Records the answer (status, announced length) and accounts for it. */
   answer(status: string, bytes: number): void {
     this.status = status;

@@ -2,8 +2,8 @@ import { Counter, Gauge, Registry, collectDefaultMetrics, type CounterConfigurat
 import type { KeysFeed } from '../access/keys-feed.js';
 import type { Clock } from '../core/clock.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
-import type { BodySources } from './bodies.js';
-import type { ResponseCache } from './response-cache.js';
+import type { BodySources } from '../bodies/sources.js';
+import type { ResponseCache } from '../bodies/response-cache.js';
 import type { Sender } from './sender.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Waiters } from './waiters.js';

@@ -1,16 +1,14 @@
+import type { Source } from '../bodies/body.js';
+import type { Encoding } from '../bodies/encoding.js';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
-import type { Tagger } from '../query/etag.js';
 import { MAX_WAIT_S, planKey, type Plan } from '../query/plan.js';
 import type { QueryMemo } from '../query/query-memo.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { Store } from '../store/store.js';
-import { answerHeaders, answerWith, type Validators } from './answer.js';
-import type { BodySources } from './bodies.js';
-import type { Encoding } from './encoding.js';
+import { windowEnd, type Answers, type Selection } from './answer.js';
 import type { Exchange } from './exchange.js';
 import { HTTP_FAILURES } from './failures.js';
-import type { Source } from './production.js';
 import type { Headers, Sender } from './sender.js';
 
 /** How often held requests are looked at: deadlines, and the second turning (rows leave the window on whole seconds). */
@@ -64,8 +62,7 @@ export class Waiters {
     private readonly clock: Clock,
     private readonly feed: SnapshotFeed,
     private readonly queries: QueryMemo,
-    private readonly tagger: Tagger,
-    private readonly bodies: BodySources,
+    private readonly answers: Answers,
     private readonly sender: Sender,
     private readonly log: Logger,
   ) {
@@ -73,10 +70,12 @@ export class Waiters {
   }
 
   /**
-   * Holds `ex`, whose If-None-Match matched `etag`, until the selection of
-   * `plan` no longer has tag `tag`, for `plan.wait` seconds at most.
+   * Holds `ex`, whose If-None-Match matched the selection's ETag, until the
+   * selection changes, for `plan.wait` seconds at most.
    */
-  hold(ex: Exchange, memo: MemoEntry, plan: Plan, store: Store, tag: string, etag: string, encoding: Encoding | null, rate: Headers): void {
+  hold(ex: Exchange, memo: MemoEntry, selection: Selection, encoding: Encoding | null, rate: Headers): void {
+    const { plan, store, etag } = selection;
+    const tag = this.answers.tagger.selectionTag(store, plan, selection.end);
     const key = `${tag}|${planKey(plan)}`;
     let group = this.groups.get(key);
     if (!group) this.groups.set(key, (group = { key, memo, plan, store, tag, members: new Set() }));
@@ -137,8 +136,8 @@ export class Waiters {
           continue;
         }
         const plan = parsed.plan;
-        const end = store.prefixEnd(Math.floor(nowMs / 1000) - plan.time);
-        if (this.tagger.selectionTag(store, plan, end) !== group.tag) this.wake(group, store, plan, end, nowMs);
+        const end = windowEnd(store, plan, nowMs);
+        if (this.answers.tagger.selectionTag(store, plan, end) !== group.tag) this.wake(group, this.answers.select(store, plan, nowMs, end));
         else {
           // The same answer, perhaps from a new snapshot of the same content: its 304 names that one.
           group.store = store;
@@ -152,14 +151,13 @@ export class Waiters {
   }
 
   /** Answers a group's requests with the new body: one source per content coding (each random order its own). */
-  private wake(group: Group, store: Store, plan: Plan, end: number, nowMs: number): void {
+  private wake(group: Group, selection: Selection): void {
     const shared = new Map<Encoding | 'identity', Source>();
     for (const held of this.take(group)) {
       const coding = held.encoding ?? 'identity';
-      let source = plan.sort === 'random' ? undefined : shared.get(coding);
-      if (!source) shared.set(coding, (source = this.bodies.source(store, plan, end, nowMs, held.encoding, true)));
-      const v: Validators = { etag: this.tagger.etag(store, plan, end), store, rate: held.rate };
-      answerWith(this.sender, held.ex, plan, source, v);
+      let source = selection.plan.sort === 'random' ? undefined : shared.get(coding);
+      if (!source) shared.set(coding, (source = this.answers.source(selection, held.encoding, true)));
+      this.answers.ok(held.ex, selection, held.encoding, held.rate, source);
     }
   }
 
@@ -174,8 +172,7 @@ export class Waiters {
     const { group } = held;
     this.release(held);
     if (held.ex.aborted) return;
-    const v: Validators = { etag: held.etag, store: group.store, rate: held.rate };
-    this.sender.notModified(held.ex, answerHeaders(group.plan, null, v));
+    this.answers.notModified(held.ex, group.plan, { etag: held.etag, store: group.store, rate: held.rate });
   }
 
   /** No longer held: answered, or its client went away. */

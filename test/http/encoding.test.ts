@@ -1,6 +1,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { negotiate } from '../../src/http/encoding.js';
+import { Codings } from '../../src/http/encoding.js';
+
+const codings = new Codings();
+const negotiate = (header: string) => codings.negotiate(header);
 
 const cases: Array<[string, string | null]> = [
   ['', null],

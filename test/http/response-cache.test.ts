@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ResponseCache } from '../../src/http/response-cache.js';
+import { ResponseCache } from '../../src/bodies/response-cache.js';
 
 const body = (n: number): Uint8Array => Uint8Array.from({ length: n }, (_, i) => i & 255);
 const entry = (bytes: Uint8Array, rows: Uint32Array | null = null) => ({ bytes, tail: null, end: 1, rows, ends: null });

@@ -16,8 +16,6 @@ export interface CachedBody {
   ends: Uint32Array | null;
 }
 
-const bareKeys = new WeakMap<Plan, { generation: number; key: string }>();
-
 /** How many of the ascending `rows` are below `end`. */
 export function countBelow(rows: Uint32Array, end: number): number {
   let lo = 0;
@@ -42,6 +40,8 @@ export function countBelow(rows: Uint32Array, end: number): number {
  */
 export class ResponseCache {
   private readonly lru: LRUCache<string, CachedBody> | null;
+  /** The bare key of each plan remembered between requests (QueryMemo), for the store it was made for. */
+  private readonly bareKeys = new WeakMap<Plan, { generation: number; key: string }>();
 
   constructor(maxBytes: number) {
     this.lru = maxBytes > 0
@@ -75,11 +75,10 @@ export class ResponseCache {
    * time moves on, the window only narrows, and rows are freshest first, so
    * the answer for a narrower window is the cached rows below its end.
    */
-  static key(store: Store, plan: Plan, end: number, nowS: number): string {
+  key(store: Store, plan: Plan, end: number, nowS: number): string {
     if (!narrowable(plan)) return `${store.source.generation}|${end}|${plan.json && plan.wrap ? nowS : ''}|${planKey(plan)}`;
-    // Plans are remembered between requests (QueryMemo): so is their bare key, per store.
-    let k = bareKeys.get(plan);
-    if (k === undefined || k.generation !== store.source.generation) bareKeys.set(plan, (k = { generation: store.source.generation, key: `${store.source.generation}||${planKey(plan)}` }));
+    let k = this.bareKeys.get(plan);
+    if (k === undefined || k.generation !== store.source.generation) this.bareKeys.set(plan, (k = { generation: store.source.generation, key: `${store.source.generation}||${planKey(plan)}` }));
     return k.key;
   }
 

@@ -1,7 +1,6 @@
 import type { BodyBudget } from './budget.js';
 import { compressor, type Encoding } from './encoding.js';
-import type { Source } from './production.js';
-import { BytesBody, type Body } from './sender.js';
+import { BytesBody, type Body, type Source } from './body.js';
 
 /**
  * Compressions running at once. Each holds a compressor's state and the

@@ -1,8 +1,7 @@
 import type { BodyWriter } from '../render/body.js';
 import type { OutputBuffer } from '../render/output-buffer.js';
 import type { BodyBudget } from './budget.js';
-import type { Encoding } from './encoding.js';
-import type { Body } from './sender.js';
+import type { Body, Source } from './body.js';
 
 /**
  * The bytes of a chunk are written for rows whose worst case fits this, so
@@ -13,22 +12,6 @@ export const CHUNK_BYTES = 256 * 1024;
 const RING_CHUNKS = 32;
 /** Rows measured per turn of the event loop before a large body's length is known. */
 const MEASURE_SLICE_ROWS = 64 * 1024;
-
-/** A body that is, or will be, ready to read. */
-export interface Source {
-  /** The length of the body, once known; -1 before. */
-  readonly total: number;
-  /** The content coding of the bytes, null for none. */
-  readonly encoding: Encoding | null;
-  /**
-   * Runs `ready` once the length is known (true), or the body cannot be had
-   * (false). Returns what to call when the answer is no longer wanted (its
-   * client went away): work that no one waits for any more stops.
-   */
-  whenReady(ready: (ok: boolean) => void): () => void;
-  /** A reader of the body from its start; only once the length is known. */
-  open(): Body;
-}
 
 /** What a production needs from its owner. */
 export interface ProductionOwner {

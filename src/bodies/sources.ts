@@ -10,9 +10,9 @@ import type { Store } from '../store/store.js';
 import { BodyBudget } from './budget.js';
 import { Compression, CompressionSlots } from './compression.js';
 import { MIN_ENCODED_BYTES, type Encoding } from './encoding.js';
-import { CHUNK_BYTES, ChunkPool, Production, type ProductionOwner, type Source } from './production.js';
+import { CHUNK_BYTES, ChunkPool, Production, type ProductionOwner } from './production.js';
 import { ResponseCache, countBelow } from './response-cache.js';
-import { BytesBody, type Body } from './sender.js';
+import { BytesBody, type Body, type Source } from './body.js';
 
 /** Chunk buffers kept between productions. */
 const POOLED_CHUNKS = 128;
@@ -129,7 +129,7 @@ export class BodySources implements ProductionOwner {
    */
   source(store: Store, plan: Plan, end: number, nowMs: number, encoding: Encoding | null, shared = false): Source {
     if (plan.sort === 'random') return this.random(store, plan, end, nowMs, encoding);
-    const key = ResponseCache.key(store, plan, end, Math.floor(nowMs / 1000));
+    const key = this.cache.key(store, plan, end, Math.floor(nowMs / 1000));
     if (encoding) {
       const encodedKey = ResponseCache.encodedKey(key, end, encoding);
       const kept = this.cache.enabled ? this.cache.lookup(encodedKey, end, store, plan) : undefined;
