@@ -7,13 +7,13 @@
  * Server on core 0, wrk on core 1.
  * Run: npm run bench:wait [-- --held N]
  */
-import { connect, type Socket } from 'node:net';
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePorts } from '../test/helpers/cli.js';
 import { BENCH_KEY, CLI, generateSnapshot, round2, sleep, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk } from './harness.js';
 import { SMALL_MIX } from './mix.js';
+import { holdRequests, metricNow, statusCounts } from './held.js';
 
 const arg = process.argv.indexOf('--held');
 const HELD = arg > 0 ? Number(process.argv[arg + 1]) : 10_000;
@@ -24,35 +24,6 @@ const SMALL = { connections: 16, rate: 2000 };
 const HELD_QUERY = 'count=5&wait=60';
 
 const rssMb = (pid: number): number => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
-
-async function heldNow(port: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  return Number(/^proxylist_requests_held (\S+)$/m.exec(text)![1]);
-}
-
-interface Holder { socket: Socket; answeredAt: number; status: string }
-
-/** Opens `n` connections, each sending the held request, a few hundred at a time (the listen backlog is finite). */
-async function hold(port: number, n: number, etag: string): Promise<Holder[]> {
-  const request = `GET /api?key=${BENCH_KEY}&${HELD_QUERY} HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: ${etag}\r\n\r\n`;
-  const holders: Holder[] = [];
-  for (let i = 0; i < n; i += 250) {
-    await Promise.all(Array.from({ length: Math.min(250, n - i) }, () => new Promise<void>((resolve, reject) => {
-      const h: Holder = { socket: connect({ host: '127.0.0.1', port }), answeredAt: 0, status: '' };
-      h.socket.once('connect', () => {
-        h.socket.write(request);
-        resolve();
-      });
-      h.socket.once('error', reject);
-      h.socket.once('data', (d) => {
-        h.answeredAt = performance.now();
-        h.status = d.toString('latin1', 9, 12);
-      });
-      holders.push(h);
-    })));
-  }
-  return holders;
-}
 
 const work = mkdtempSync(join(tmpdir(), 'proxylist-bench-wait-'));
 try {
@@ -77,10 +48,11 @@ try {
     const etag = first.headers.get('etag')!;
     await sleep(1000);
     const rssBefore = rssMb(server.pid!);
-    const holders = await hold(port, HELD, etag);
+    const request = `GET /api?key=${BENCH_KEY}&${HELD_QUERY} HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: ${etag}\r\n\r\n`;
+    const holders = await holdRequests(port, HELD, () => request);
     const deadline = Date.now() + 60_000;
-    while ((await heldNow(port)) < HELD && Date.now() < deadline) await sleep(200);
-    const held = await heldNow(port);
+    while ((await metricNow(port, 'proxylist_requests_held')) < HELD && Date.now() < deadline) await sleep(200);
+    const held = await metricNow(port, 'proxylist_requests_held');
     await sleep(1000);
     const rssHeld = rssMb(server.pid!);
     const meanwhile = wrk(port, paths, SECONDS, work, SMALL);
@@ -89,7 +61,7 @@ try {
     renameSync(next, snapshot);
     while (holders.some((h) => h.answeredAt === 0) && performance.now() - renamedAt < 30_000) await sleep(20);
     const latest = Math.max(...holders.map((h) => (h.answeredAt === 0 ? Infinity : h.answeredAt - renamedAt)));
-    const statuses = holders.reduce<Record<string, number>>((m, h) => ({ ...m, [h.status || 'none']: (m[h.status || 'none'] ?? 0) + 1 }), {});
+    const statuses = statusCounts(holders);
     for (const h of holders) h.socket.destroy();
 
     const result = {

@@ -24,7 +24,7 @@ import { Tagger } from './query/etag.js';
 import { QueryMemo } from './query/query-memo.js';
 import { QueryScratch } from './query/scratch.js';
 import { DEFAULT_SNAPSHOT_MAX_MB, SnapshotOrigin } from './snapshot/origin.js';
-import { SnapshotFeed } from './snapshot/snapshot-feed.js';
+import { DEFAULT_HISTORY_S, SnapshotFeed } from './snapshot/snapshot-feed.js';
 
 export interface ServeOptions {
   snapshot: string;
@@ -53,6 +53,8 @@ export interface ServeOptions {
   snapshotMaxBytes?: number;
   /** Options given on the command line with credentials or tokens in them (to be warned of). */
   secretFlags?: string[];
+  /** Seconds of snapshots remembered for change sets. */
+  historyS?: number;
   /** Seconds requests are still served after SIGTERM, while /health says draining. */
   drainS?: number;
   clock?: Clock;
@@ -98,7 +100,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const originDir = /^https?:\/\//i.test(o.snapshot) ? mkdtempSync(join(tmpdir(), 'proxylist-origin-')) : null;
   const snapshotPath = originDir ? join(originDir, 'snapshot.msgpack') : o.snapshot;
   const origin = originDir ? new SnapshotOrigin(o.snapshot, snapshotPath, o.snapshotPollS ?? DEFAULT_SNAPSHOT_POLL_S, o.snapshotMaxBytes ?? DEFAULT_SNAPSHOT_MAX_MB * 1024 * 1024, log) : null;
-  const feed = new SnapshotFeed(snapshotPath, clock, log, o.follow);
+  const feed = new SnapshotFeed(snapshotPath, clock, log, o.historyS ?? DEFAULT_HISTORY_S, o.follow);
   const keys = new KeysFeed(o.keys, log, o.follow);
   const cache = new ResponseCache(o.cacheBytes ?? DEFAULT_CACHE_BYTES);
   feed.onSwap(() => cache.clear());

@@ -113,7 +113,7 @@ export class Production implements Source {
   private readonly ring = new Map<number, Chunk>();
   /** The claimed buffer this one holds, from the budget for whole bodies. */
   private claimed: Uint8Array | null = null;
-  /** Bytes of the budget the rows hold. */
+  /** Bytes of the budget the rows (and the text around them) hold. */
   private readonly rowsBytes: number;
 
   constructor(
@@ -126,7 +126,7 @@ export class Production implements Source {
   ) {
     this.rowsPerChunk = Math.max(1, Math.floor(CHUNK_BYTES / writer.rowBound));
     this.chunkCount = Math.max(1, Math.ceil(writer.n / this.rowsPerChunk));
-    this.rowsBytes = writer.rows.buffer.byteLength;
+    this.rowsBytes = writer.rows.buffer.byteLength + writer.frameBytes;
     owner.budget.take(this.rowsBytes);
     this.measure(0, writer.frameLength(), false);
   }

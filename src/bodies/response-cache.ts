@@ -76,7 +76,7 @@ export class ResponseCache {
    * the answer for a narrower window is the cached rows below its end.
    */
   key(store: Store, plan: Plan, end: number, nowS: number): string {
-    if (!narrowable(plan)) return `${store.source.generation}|${end}|${plan.json && plan.wrap ? nowS : ''}|${planKey(plan)}`;
+    if (!narrowable(plan)) return `${store.source.generation}|${end}|${(plan.json && plan.wrap) || plan.since ? nowS : ''}|${planKey(plan)}`;
     let k = this.bareKeys.get(plan);
     if (k === undefined || k.generation !== store.source.generation) this.bareKeys.set(plan, (k = { generation: store.source.generation, key: `${store.source.generation}||${planKey(plan)}` }));
     return k.key;

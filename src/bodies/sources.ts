@@ -1,9 +1,11 @@
 import type { Logger } from '../core/log.js';
+import { computeChanges, type ChangeSet } from '../query/changes.js';
+import { cursorOf } from '../query/cursor.js';
 import { execute } from '../query/execute.js';
 import { narrowable, type Plan } from '../query/plan.js';
 import type { QueryScratch } from '../query/scratch.js';
 import { countStats } from '../query/stats.js';
-import { BodyWriter } from '../render/body.js';
+import { BodyWriter, type ChangeFrame } from '../render/body.js';
 import { OutputBuffer } from '../render/output-buffer.js';
 import { statsJson } from '../render/stats.js';
 import type { Store } from '../store/store.js';
@@ -99,6 +101,8 @@ export class BodySources implements ProductionOwner {
   productions = 0;
   compressions = 0;
   joins = 0;
+  /** Change sets worked out (README, Changes since a cursor). */
+  changeSets = 0;
   /** Requests answered from the response cache, and requests that found nothing there. */
   cacheHits = 0;
   cacheMisses = 0;
@@ -124,10 +128,20 @@ export class BodySources implements ProductionOwner {
   }
 
   /**
-   * The body for `plan` on `store`, window ending at row `end`, in `encoding`
-   * where that pays; `shared` when several requests open it.
+   * The change set of `plan` (which has a cursor) at second `nowS`, its
+   * upserts in `rows`: the scratch's until the next query runs.
    */
-  source(store: Store, plan: Plan, end: number, nowMs: number, encoding: Encoding | null, shared = false): Source {
+  changes(store: Store, plan: Plan, nowS: number): ChangeSet & { rows: Uint32Array } {
+    this.changeSets++;
+    return { ...computeChanges(store, plan, nowS, this.scratch), rows: this.scratch.rows };
+  }
+
+  /**
+   * The body for `plan` on `store`, window ending at row `end`, in `encoding`
+   * where that pays; `shared` when several requests open it. A change set
+   * already worked out for this plan and second may be given.
+   */
+  source(store: Store, plan: Plan, end: number, nowMs: number, encoding: Encoding | null, shared = false, changes: Changes | null = null): Source {
     if (plan.sort === 'random') return this.random(store, plan, end, nowMs, encoding);
     const key = this.cache.key(store, plan, end, Math.floor(nowMs / 1000));
     if (encoding) {
@@ -142,14 +156,14 @@ export class BodySources implements ProductionOwner {
         this.joins++;
         return running;
       }
-      const plain = this.plain(store, plan, end, nowMs, key, true);
+      const plain = this.plain(store, plan, end, nowMs, key, true, changes);
       if (plain.total >= 0 && plain.total < MIN_ENCODED_BYTES) return plain;
       const c = new Compression(encodedKey, encoding, plain, this.budget, this.slots, (done, bytes, err) => this.compressed(done, bytes, err, end));
       this.compressions++;
       if (c.total < 0) this.underWay.set(encodedKey, c);
       return c;
     }
-    return this.plain(store, plan, end, nowMs, key, shared);
+    return this.plain(store, plan, end, nowMs, key, shared, changes);
   }
 
   /** A body in an order drawn for this request alone: never cached, never shared. */
@@ -171,7 +185,7 @@ export class BodySources implements ProductionOwner {
   }
 
   /** The plain body; `stable` when its bytes must outlive the next request (compression reads them later, or several requests do). */
-  private plain(store: Store, plan: Plan, end: number, nowMs: number, key: string, stable: boolean): Source {
+  private plain(store: Store, plan: Plan, end: number, nowMs: number, key: string, stable: boolean, changes: Changes | null): Source {
     const kept = this.cache.enabled ? this.cache.lookup(key, end, store, plan) : undefined;
     if (kept) {
       this.cacheHits++;
@@ -202,10 +216,19 @@ export class BodySources implements ProductionOwner {
       }
     }
 
-    const n = execute(store, plan, end, this.scratch);
+    let n: number;
+    let frame: ChangeFrame | null = null;
+    if (plan.since) {
+      // A change set: its upserts are the rows (in the scratch, where a given one is copied), its removes and cursor the frame.
+      const nowS = Math.floor(nowMs / 1000);
+      const c = changes ?? this.changes(store, plan, nowS);
+      if (changes && changes.rows !== this.scratch.rows) this.scratch.fit(store).rows.set(changes.rows.subarray(0, changes.n));
+      n = c.n;
+      frame = { cursor: cursorOf(store, plan, nowS), reset: c.reset, removes: c.removes };
+    } else n = execute(store, plan, end, this.scratch);
     this.productions++;
-    const small = new BodyWriter(store, plan, this.scratch.rows, n, nowMs);
-    if (n * small.rowBound <= CHUNK_BYTES) {
+    const small = new BodyWriter(store, plan, this.scratch.rows, n, nowMs, frame);
+    if (n * small.rowBound + (frame ? small.frameLength() : 0) <= CHUNK_BYTES) {
       // Small enough to render at once.
       const out = this.out;
       out.reset();
@@ -218,7 +241,7 @@ export class BodySources implements ProductionOwner {
       return stable ? new Ready(out.view().slice(), null, null) : new Rendered(out);
     }
 
-    const writer = new BodyWriter(store, plan, this.scratch.lendRows(n), n, nowMs);
+    const writer = new BodyWriter(store, plan, this.scratch.lendRows(n), n, nowMs, frame);
     const cache = this.cache;
     const keeper = cache.enabled
       ? {
@@ -298,3 +321,6 @@ export class BodySources implements ProductionOwner {
 }
 
 const NOTHING = (): void => undefined;
+
+/** A change set worked out before its body was asked for, with its upserts. */
+type Changes = ChangeSet & { rows: Uint32Array };

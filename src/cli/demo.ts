@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sha256Hex } from '../access/keys.js';
 import { writeFileAtomic } from '../core/atomic-write.js';
-import { generateSnapshot } from '../snapshot/generate.js';
+import { encodeSnapshot, evolveRecords, generateRecords } from '../snapshot/generate.js';
 import { startServer } from '../server.js';
 import { integerOption, parseOptions } from './args.js';
 import { superviseProcess } from './serve.js';
@@ -23,8 +23,8 @@ export function randomKey(): string {
 }
 
 /**
- * The embedded demo: a generated snapshot in a temporary folder, republished
- * every 30 s by a simulated checker through the same watch and reload path a
+ * The embedded demo: a generated snapshot in a temporary folder, changed and
+ * republished every 30 s by a simulated checker through the same watch and reload path a
  * real checker uses (temp file + rename), and a fresh demo key.
  */
 export const DEMO_HELP = `usage: proxylist demo [options]
@@ -47,8 +47,15 @@ export async function demoCommand(args: string[]): Promise<void> {
   const limited = randomKey();
   const unlimited = { per_window: null, daily: null, subnets: null };
   writeFileSync(keys, JSON.stringify({ keys: [{ sha256: sha256Hex(key), name: 'demo', limits: unlimited }, { sha256: sha256Hex(limited), name: 'demo-limited' }] }, null, 2));
+  // Each run of the simulated checker drops, checks again and adds a tenth of the proxies, as a real one would.
   let seed = 1;
-  const publish = (): void => writeFileAtomic(snapshot, generateSnapshot({ records: DEMO_RECORDS, seed: seed++ }));
+  let records = generateRecords({ records: DEMO_RECORDS, seed, now: Math.floor(Date.now() / 1000) });
+  const publish = (): void => {
+    const now = Math.floor(Date.now() / 1000);
+    if (seed > 1) records = evolveRecords(records, { seed, share: 0.1, now });
+    seed++;
+    writeFileAtomic(snapshot, encodeSnapshot(records, now));
+  };
   publish();
 
   let server: Awaited<ReturnType<typeof startServer>>;

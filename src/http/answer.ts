@@ -1,4 +1,6 @@
 import type { BodySources } from '../bodies/sources.js';
+import { changesStart } from '../query/changes.js';
+import { carriesCursor, cursorOf } from '../query/cursor.js';
 import type { Tagger } from '../query/etag.js';
 import type { Get, Plan } from '../query/plan.js';
 import type { Store } from '../store/store.js';
@@ -33,20 +35,32 @@ export interface Validators {
   store: Store;
   /** The RateLimit fields of the key, if it has limits. */
   rate: Headers;
+  /** The cursor of a whole list or a change set (README, Changes since a cursor), and whether a change set is a reset. */
+  cursor: string | null;
+  reset: boolean;
 }
 
 /** The headers of a 200 in `encoding`, or of a 304 (encoding null): the same but for the content coding. */
 export function answerHeaders(plan: Plan, encoding: Encoding | null, v: Validators): Headers {
-  return [...FIXED[plan.get][encoding ?? 'identity'], ['ETag', v.etag], ['Snapshot-Generated-At', String(v.store.meta.generatedAt)], ...v.rate];
+  const headers: Array<readonly [string, string]> = [...FIXED[plan.get][encoding ?? 'identity'], ['ETag', v.etag], ['Snapshot-Generated-At', String(v.store.meta.generatedAt)]];
+  if (v.cursor !== null) headers.push(['List-Cursor', v.cursor]);
+  if (v.reset) headers.push(['List-Reset', '1']);
+  return v.rate.length > 0 ? [...headers, ...v.rate] : headers;
 }
 
-/** What an answer to a plan is about: the store, the rows of its window (the first `end`), and the ETag that names them. */
+/**
+ * What an answer to a plan is about: the store, the rows of its window
+ * (the first `end`), the ETag that names them, and its cursor.
+ */
 export interface Selection {
   store: Store;
   plan: Plan;
   end: number;
   nowMs: number;
   etag: string;
+  cursor: string | null;
+  /** A change set whose cursor the store no longer knows: the whole list. */
+  reset: boolean;
 }
 
 /** The end of the plan's window in `store` at `nowMs`: rows are freshest first, so the window is a prefix. */
@@ -62,23 +76,36 @@ export class Answers {
   constructor(private readonly bodies: BodySources, readonly tagger: Tagger, private readonly sender: Sender) {}
 
   select(store: Store, plan: Plan, nowMs: number, end = windowEnd(store, plan, nowMs)): Selection {
-    return { store, plan, end, nowMs, etag: this.tagger.etag(store, plan, end) };
+    const nowS = Math.floor(nowMs / 1000);
+    const cursor = plan.since !== null || carriesCursor(plan) ? cursorOf(store, plan, nowS) : null;
+    return { store, plan, end, nowMs, etag: this.tagger.etag(store, plan, end, nowS), cursor, reset: plan.since !== null && changesStart(store, plan) < 0 };
   }
 
-  /** The source of the selection's body in `encoding`; `shared` for one that several requests read. */
-  source(s: Selection, encoding: Encoding | null, shared = false): Source {
-    return this.bodies.source(s.store, s.plan, s.end, s.nowMs, encoding, shared);
+  /** The change set of a selection whose plan has a cursor; its upserts stay valid until the next query runs. */
+  changes(s: Selection): Changes {
+    return this.bodies.changes(s.store, s.plan, Math.floor(s.nowMs / 1000));
+  }
+
+  /** The source of the selection's body in `encoding`; `shared` for one that several requests read; `changes` when already worked out. */
+  source(s: Selection, encoding: Encoding | null, shared = false, changes: Changes | null = null): Source {
+    return this.bodies.source(s.store, s.plan, s.end, s.nowMs, encoding, shared, changes);
   }
 
   /** 200 with the body of `source`, the selection's own unless given. */
   ok(ex: Exchange, s: Selection, encoding: Encoding | null, rate: Headers, source = this.source(s, encoding)): void {
-    answerWith(this.sender, ex, s.plan, source, { etag: s.etag, store: s.store, rate });
+    answerWith(this.sender, ex, s.plan, source, validators(s, rate));
   }
 
+  /** 304: the client has the body, and the cursor it came with. */
   notModified(ex: Exchange, plan: Plan, v: Validators): void {
-    this.sender.notModified(ex, answerHeaders(plan, null, v));
+    this.sender.notModified(ex, answerHeaders(plan, null, { ...v, cursor: null, reset: false }));
   }
 }
+
+/** What a selection's answers say besides the body. */
+export const validators = (s: Selection, rate: Headers, etag = s.etag): Validators => ({ etag, store: s.store, rate, cursor: s.cursor, reset: s.reset });
+
+export type Changes = ReturnType<BodySources['changes']>;
 
 /** Answers 200 with the body of `source`, at once or once its length is known. */
 function answerWith(sender: Sender, ex: Exchange, plan: Plan, source: Source, v: Validators): void {

@@ -8,7 +8,8 @@ import { rateLimitHeaders } from '../access/rate-limit-headers.js';
 import type { QueryMemo } from '../query/query-memo.js';
 import { DEFAULT_SERVICES } from '../core/vocabulary.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
-import type { Answers } from './answer.js';
+import { validators, type Answers } from './answer.js';
+import { isEmpty } from '../query/changes.js';
 import { ifNoneMatch } from './conditional.js';
 import { HTTP_FAILURES, limitFailure } from './failures.js';
 import { Codings } from './encoding.js';
@@ -100,7 +101,14 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
     const encoding = codings.negotiate(headers.acceptEncoding);
     if (headers.ifNoneMatch !== '' && ifNoneMatch(headers.ifNoneMatch, selection.etag)) {
       if (selection.plan.wait !== null) return deps.waiters.hold(ex, memo, selection, encoding, rate);
-      return deps.answers.notModified(ex, selection.plan, { etag: selection.etag, store, rate });
+      return deps.answers.notModified(ex, selection.plan, validators(selection, rate));
+    }
+    if (selection.plan.since !== null && selection.plan.wait !== null) {
+      // A change set with `wait` is held while it is empty (README, Changes since a cursor).
+      if (deps.waiters.knownEmpty(selection)) return deps.waiters.holdChanges(ex, memo, selection, encoding, rate);
+      const changes = deps.answers.changes(selection);
+      if (isEmpty(changes)) return deps.waiters.holdChanges(ex, memo, selection, encoding, rate);
+      return deps.answers.ok(ex, selection, encoding, rate, deps.answers.source(selection, encoding, false, changes));
     }
     deps.answers.ok(ex, selection, encoding, rate);
   };

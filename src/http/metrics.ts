@@ -61,6 +61,9 @@ export class Metrics {
     gauge('proxylist_body_budget_peak_bytes', 'The most bytes of that budget ever taken at once', () => bodies.budget.peak);
     counterFrom({ name: 'proxylist_body_budget_refusals_total', help: 'Bodies or chunks not kept, and compressions sent plain, for want of room in the budget' }, () => bodies.budget.refusals);
     gauge('proxylist_compressions_waiting', 'Compressions waiting for their turn (a few run at once)', () => bodies.slots.waiting);
+    counterFrom({ name: 'proxylist_change_sets_total', help: 'Change sets worked out (since=), each shared by the held requests of one cursor and selection' }, () => bodies.changeSets);
+    gauge('proxylist_snapshot_history_snapshots', 'Snapshots the change sets still start from (--history-s)', () => feed.current?.history.snapshots.length ?? 0);
+    gauge('proxylist_snapshot_history_bytes', 'Bytes of the history: 4 per record and 8 per key that left', () => (feed.current ? feed.current.history.changedAt.byteLength + feed.current.history.leftBytes : 0));
     gauge('proxylist_requests_held', 'Requests with wait held until their answer changes', () => waiters.count);
     gauge('proxylist_limiter_up', '1 while the usage limiter answers (always, in memory; with Redis, while Redis does)', () => (life.limiter === null || life.limiter.up ? 1 : 0));
     counterFrom({ name: 'proxylist_limiter_redirections_total', help: 'MOVED and ASK redirections a Redis Cluster answered and the limiter followed' }, () => life.limiter?.redirections ?? 0);

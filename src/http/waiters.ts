@@ -6,7 +6,8 @@ import { MAX_WAIT_S, planKey, type Plan } from '../query/plan.js';
 import type { QueryMemo } from '../query/query-memo.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { Store } from '../store/store.js';
-import { windowEnd, type Answers, type Selection } from './answer.js';
+import { isEmpty } from '../query/changes.js';
+import { windowEnd, type Answers, type Changes, type Selection } from './answer.js';
 import type { Exchange } from './exchange.js';
 import { HTTP_FAILURES } from './failures.js';
 import type { Headers, Sender } from './sender.js';
@@ -29,9 +30,17 @@ interface Held {
   done: boolean;
 }
 
-/** The held requests of one query whose answer had one tag: they wake together, and share one body. */
+/**
+ * The held requests of one query whose answer had one tag, or of one
+ * change set's query (same cursor and output) while it is empty: they wake
+ * together, and share one body.
+ */
 interface Group {
   key: string;
+  /** Held for a change set: a request whose wait runs out gets the (empty) change set, not a 304. */
+  changes: boolean;
+  /** A change set's group: the second at which its change set was last found empty on `store`. */
+  second: number;
   memo: MemoEntry;
   plan: Plan;
   store: Store;
@@ -74,11 +83,30 @@ export class Waiters {
    * selection changes, for `plan.wait` seconds at most.
    */
   hold(ex: Exchange, memo: MemoEntry, selection: Selection, encoding: Encoding | null, rate: Headers): void {
+    const { plan, store } = selection;
+    const tag = this.answers.tagger.selectionTag(store, plan, selection.end, Math.floor(selection.nowMs / 1000));
+    this.join(ex, `${tag}|${planKey(plan)}`, false, memo, selection, tag, encoding, rate);
+  }
+
+  /**
+   * Whether the change set of `selection` is known to be empty: requests
+   * held for it found it so on this store at this second. Requests with the
+   * same cursor then join them without working it out again.
+   */
+  knownEmpty(selection: Selection): boolean {
+    const group = this.groups.get(`changes|${planKey(selection.plan)}`);
+    return group !== undefined && group.store === selection.store && group.second === Math.floor(selection.nowMs / 1000);
+  }
+
+  /** Holds `ex`, whose change set is empty, until it is not, for `plan.wait` seconds at most. */
+  holdChanges(ex: Exchange, memo: MemoEntry, selection: Selection, encoding: Encoding | null, rate: Headers): void {
+    this.join(ex, `changes|${planKey(selection.plan)}`, true, memo, selection, '', encoding, rate);
+  }
+
+  private join(ex: Exchange, key: string, changes: boolean, memo: MemoEntry, selection: Selection, tag: string, encoding: Encoding | null, rate: Headers): void {
     const { plan, store, etag } = selection;
-    const tag = this.answers.tagger.selectionTag(store, plan, selection.end);
-    const key = `${tag}|${planKey(plan)}`;
     let group = this.groups.get(key);
-    if (!group) this.groups.set(key, (group = { key, memo, plan, store, tag, members: new Set() }));
+    if (!group) this.groups.set(key, (group = { key, changes, second: Math.floor(selection.nowMs / 1000), memo, plan, store, tag, members: new Set() }));
     const held: Held = { ex, group, encoding, rate, etag, deadlineMs: performance.now() + plan.wait! * 1000, done: false };
     group.members.add(held);
     this.byWait[plan.wait!].push(held);
@@ -136,8 +164,20 @@ export class Waiters {
           continue;
         }
         const plan = parsed.plan;
+        if (group.changes) {
+          const selection = this.answers.select(store, plan, nowMs);
+          const changes = this.answers.changes(selection);
+          // Worked out once for every request of the group; kept, since each content coding's body reads it.
+          if (!isEmpty(changes)) this.wake(group, selection, { ...changes, rows: changes.rows.slice(0, changes.n) });
+          else {
+            group.store = store;
+            group.plan = plan;
+            group.second = Math.floor(nowMs / 1000);
+          }
+          continue;
+        }
         const end = windowEnd(store, plan, nowMs);
-        if (this.answers.tagger.selectionTag(store, plan, end) !== group.tag) this.wake(group, this.answers.select(store, plan, nowMs, end));
+        if (this.answers.tagger.selectionTag(store, plan, end, Math.floor(nowMs / 1000)) !== group.tag) this.wake(group, this.answers.select(store, plan, nowMs, end));
         else {
           // The same answer, perhaps from a new snapshot of the same content: its 304 names that one.
           group.store = store;
@@ -151,12 +191,12 @@ export class Waiters {
   }
 
   /** Answers a group's requests with the new body: one source per content coding (each random order its own). */
-  private wake(group: Group, selection: Selection): void {
+  private wake(group: Group, selection: Selection, changes: Changes | null = null): void {
     const shared = new Map<Encoding | 'identity', Source>();
     for (const held of this.take(group)) {
       const coding = held.encoding ?? 'identity';
       let source = selection.plan.sort === 'random' ? undefined : shared.get(coding);
-      if (!source) shared.set(coding, (source = this.answers.source(selection, held.encoding, true)));
+      if (!source) shared.set(coding, (source = this.answers.source(selection, held.encoding, true, changes)));
       this.answers.ok(held.ex, selection, held.encoding, held.rate, source);
     }
   }
@@ -168,11 +208,14 @@ export class Waiters {
     return members.filter((h) => !h.ex.aborted);
   }
 
+  /** A request whose wait ran out: 304, or for a change set the one of now (empty, as a rule). */
   private notModified(held: Held): void {
     const { group } = held;
     this.release(held);
     if (held.ex.aborted) return;
-    this.answers.notModified(held.ex, group.plan, { etag: held.etag, store: group.store, rate: held.rate });
+    const store = this.feed.current;
+    if (group.changes && store) return this.answers.ok(held.ex, this.answers.select(store, group.plan, this.clock.nowMs()), held.encoding, held.rate);
+    this.answers.notModified(held.ex, group.plan, { etag: held.etag, store: group.store, rate: held.rate, cursor: null, reset: false });
   }
 
   /** No longer held: answered, or its client went away. */

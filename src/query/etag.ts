@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, type Hash } from 'node:crypto';
 import type { Store } from '../store/store.js';
 import { execute } from './execute.js';
 import { planKey, type Plan } from './plan.js';
@@ -11,6 +11,8 @@ const TAG_CHARS = 22;
 interface Remembered {
   generation: number;
   end: number;
+  /** The second, for a change set; -1 for the others. */
+  second: number;
   tag: string;
 }
 
@@ -39,19 +41,24 @@ export class Tagger {
 
   constructor(private readonly scratch: QueryScratch) {}
 
-  /** The tag of what `plan` selects on `store` in the window ending at row `end` (`sort=random`: of its matches). */
-  selectionTag(store: Store, plan: Plan, end: number): string {
+  /**
+   * The tag of what `plan` selects on `store` in the window ending at row
+   * `end` (`sort=random`: of its matches) at second `nowS`. A change set is
+   * named by its cursor and the second, which its body carries.
+   */
+  selectionTag(store: Store, plan: Plan, end: number, nowS: number): string {
     const r = this.remembered.get(plan);
     const generation = store.source.generation;
-    if (r !== undefined && r.generation === generation && r.end === end) return r.tag;
-    const tag = this.compute(store, plan, end);
-    this.remembered.set(plan, { generation, end, tag });
+    const second = plan.since ? nowS : -1;
+    if (r !== undefined && r.generation === generation && r.end === end && r.second === second) return r.tag;
+    const tag = plan.since ? this.hash(store, plan).update(String(nowS)).digest('base64url').slice(0, TAG_CHARS) : this.compute(store, plan, end);
+    this.remembered.set(plan, { generation, end, second, tag });
     return tag;
   }
 
   /** The ETag header of an answer: every random order has one of its own. */
-  etag(store: Store, plan: Plan, end: number): string {
-    const tag = this.selectionTag(store, plan, end);
+  etag(store: Store, plan: Plan, end: number, nowS: number): string {
+    const tag = this.selectionTag(store, plan, end, nowS);
     return plan.sort === 'random' ? `W/"${tag}${randomBytes(9).toString('base64url')}"` : `W/"${tag}"`;
   }
 
@@ -60,8 +67,12 @@ export class Tagger {
     // A random order's matches are those of the default order without paging.
     const selected = plan.sort === 'random' ? { ...plan, sort: null, offset: null, count: null, format: 'array' as const } : plan;
     const n = execute(store, selected, end, this.scratch);
-    const h = createHash('sha256').update(store.meta.contentHash).update('\0').update(planKey(plan)).update('\0').update(String(n));
+    const h = this.hash(store, plan).update(String(n));
     if (sorted) h.update(this.scratch.rows.subarray(0, n));
     return h.digest('base64url').slice(0, TAG_CHARS);
+  }
+
+  private hash(store: Store, plan: Plan): Hash {
+    return createHash('sha256').update(store.meta.contentHash).update('\0').update(planKey(plan)).update('\0');
   }
 }

@@ -1,4 +1,5 @@
 import { ANONS, RECORD_FIELDS, TYPES, parseIPv4 } from '../core/vocabulary.js';
+import { parseCursor, selectionTag } from './cursor.js';
 import { MAX_WAIT_S, type Get, type IpItem, type Plan, type Sort } from './plan.js';
 import type { RawParams } from './query-string.js';
 
@@ -37,6 +38,11 @@ export function parsePlan(raw: RawParams, services: readonly string[]): ParseRes
     return null;
   };
   const finish = (plan: Plan): ParseResult => (failure === null ? { ok: true, plan } : refuse(failure));
+  /** A list's plan, once its filters are known: a cursor must name them. */
+  const finishList = (plan: Plan): ParseResult => {
+    if (failure === null && plan.since && plan.since.selection !== selectionTag(plan)) fail('The cursor was issued for other filters');
+    return finish(plan);
+  };
   const invalid = (name: string, value: string, allowed: string): null => fail(`Invalid ${name} "${echo(value)}"; allowed: ${allowed}`);
 
   const scalar = (name: string): string | null => {
@@ -110,10 +116,12 @@ export function parsePlan(raw: RawParams, services: readonly string[]): ParseRes
   const json = get === 'json' || get === 'json.file';
   const plan: Plan = {
     types, anons, ports, portSet: ports && new Set(ports), ping, time, works, countries, countryMode, cities, services: services_, wait,
-    sort: null, offset: null, count: null, lang: 'ru', get, json, typePrefix: false, fields: null, splitIp: false, pretty: true, wrap: false, format: 'array', ips: null,
+    sort: null, offset: null, count: null, lang: 'ru', get, json, typePrefix: false, fields: null, splitIp: false, pretty: true, wrap: false, format: 'array', ips: null, since: null,
   };
+  const since = scalar('since');
   // Parameters that shape a list, or belong to the other output, are ignored and not validated.
   if (get === 'stats') {
+    if (since !== null) fail('Parameter since cannot be used with get=stats: a change set is a list');
     plan.pretty = flag('pretty', true);
     plan.ips = ipItems();
     return finish(plan);
@@ -122,9 +130,15 @@ export function parsePlan(raw: RawParams, services: readonly string[]): ParseRes
   plan.offset = integer('offset', 0, MAX_INT, 'an integer >= 0');
   plan.count = integer('count', 1, MAX_INT, 'an integer >= 1');
   plan.lang = choice('lang', ['ru', 'en'], 'ru');
+  if (since !== null) {
+    for (const [name, given] of [['count', plan.count !== null], ['offset', plan.offset !== null], ['sort=random', plan.sort === 'random']] as const) {
+      if (given) fail(`Parameter since cannot be used with ${name}: a change set is the whole list's`);
+    }
+    plan.since = parseCursor(since) ?? invalid('since', since, 'a cursor from a List-Cursor header');
+  }
   if (!json) {
     plan.typePrefix = flag('type_prefix', false);
-    return finish(plan);
+    return finishList(plan);
   }
   const fieldNames = [...RECORD_FIELDS, ...services];
   const lowerFields = fieldNames.map((f) => f.toLowerCase());
@@ -135,7 +149,7 @@ export function parsePlan(raw: RawParams, services: readonly string[]): ParseRes
   plan.wrap = flag('wrap', false);
   plan.format = choice('format', ['array', 'object'], 'array');
   plan.ips = ipItems();
-  return finish(plan);
+  return finishList(plan);
 }
 
 function parseIpItem(text: string): IpItem | undefined {

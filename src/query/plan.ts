@@ -1,3 +1,5 @@
+import type { Cursor } from './cursor.js';
+
 /** A validated /api request: what to select and how to write it. */
 export type Get = 'txt' | 'json' | 'txt.file' | 'json.file' | 'stats';
 export type Sort = 'time' | 'ping' | 'works' | 'random';
@@ -50,6 +52,8 @@ export interface Plan {
   format: 'array' | 'object';
   /** JSON and stats only. */
   ips: IpItem[] | null;
+  /** The cursor a change set starts from (README, Changes since a cursor); null for a whole list. */
+  since: Cursor | null;
 }
 
 /**
@@ -58,7 +62,7 @@ export interface Plan {
  * envelope, whose count and time change): what the cache and productions
  * under way narrow.
  */
-export const narrowable = (p: Plan): boolean => p.get !== 'stats' && !(p.json && p.wrap) && (p.sort ?? 'time') === 'time';
+export const narrowable = (p: Plan): boolean => p.get !== 'stats' && p.since === null && !(p.json && p.wrap) && (p.sort ?? 'time') === 'time';
 
 const keys = new WeakMap<Plan, string>();
 
@@ -74,7 +78,7 @@ export function planKey(p: Plan): string {
 }
 
 function keyOf(p: Plan): string {
-  const select = [p.types, p.anons, p.ports, p.ping, p.time, p.works, p.countries, p.countries ? p.countryMode : '', p.cities, p.services, p.sort, p.offset, p.count];
+  const select = [p.types, p.anons, p.ports, p.ping, p.time, p.works, p.countries, p.countries ? p.countryMode : '', p.cities, p.services, p.sort, p.offset, p.count, p.since?.text ?? null];
   const output = p.json || p.get === 'stats'
     ? [p.get, p.lang, p.fields, p.splitIp, p.pretty, p.wrap, p.format, p.ips?.map((i) => i.text) ?? null]
     : [p.get, p.typePrefix];

@@ -17,6 +17,8 @@ export class QueryScratch {
   rows: Uint32Array = new Uint32Array(0);
   cityBits: Uint32Array = new Uint32Array(0);
   ipBits: Uint32Array = new Uint32Array(0);
+  /** Rows a change set has seen. */
+  marks: Uint32Array = new Uint32Array(0);
   /** One-per-address marks: a row's address was taken when its stamp equals `stamp`. */
   addrStamp: Uint32Array = new Uint32Array(0);
   stamp = 0;
@@ -28,6 +30,7 @@ export class QueryScratch {
     if (this.cityBits.length < store.words) {
       this.cityBits = new Uint32Array(store.words);
       this.ipBits = new Uint32Array(store.words);
+      this.marks = new Uint32Array(store.words);
     }
     if (this.addrStamp.length < store.c.addrCount) {
       this.addrStamp = new Uint32Array(store.c.addrCount);

@@ -4,7 +4,7 @@ import { ANONS, TYPES } from '../core/vocabulary.js';
 import type { Store } from '../store/store.js';
 import { containerClose, emptyContainer, jsonFrameLength, jsonRowBound, jsonRowsLength, renderJson, type JsonShape } from './json.js';
 import type { OutputBuffer } from './output-buffer.js';
-import { renderTxt, txtLength, txtRowBound } from './txt.js';
+import { TYPE_PREFIX, UPSERT_PREFIX, renderTxt, txtLength, txtRowBound, type LinePrefix } from './txt.js';
 
 /** The effective filters of the envelope, keys in the order the README's Parameters give. */
 export function envelopeFilters(plan: Plan): Record<string, unknown> {
@@ -30,7 +30,24 @@ export function envelopeFilters(plan: Plan): Record<string, unknown> {
 
 /** The JSON shape of a plan's records. */
 export function jsonShape(plan: Plan): JsonShape {
-  return { fields: plan.fields, splitIp: plan.splitIp, pretty: plan.pretty, format: plan.format, depth: plan.wrap ? 2 : 1 };
+  return { fields: plan.fields, splitIp: plan.splitIp, pretty: plan.pretty, format: plan.format, depth: plan.wrap ? 2 : 1, typeKeys: false };
+}
+
+/** What a change set's body holds besides its upserts (README, Changes since a cursor). */
+export interface ChangeFrame {
+  cursor: string;
+  reset: boolean;
+  /** Keys, sorted. */
+  removes: readonly string[];
+}
+
+/** The head and foot around the upserts of a JSON change set: JSON.stringify writes them around a placeholder. */
+function changeEnvelope(plan: Plan, changes: ChangeFrame): [head: string, foot: string] {
+  const value = { cursor: changes.cursor, reset: changes.reset, upsert: null, remove: changes.removes };
+  const text = plan.pretty ? JSON.stringify(value, null, 2) : JSON.stringify(value);
+  // The cursor and `reset` come first and hold no quote: the first `"upsert":` is the key.
+  const at = text.indexOf('"upsert":') + (plan.pretty ? 10 : 9);
+  return [text.slice(0, at), text.slice(at + 4)];
 }
 
 const NOTHING = new Uint8Array(0);
@@ -46,14 +63,21 @@ export class BodyWriter {
   /** An upper bound of the bytes one row takes. */
   readonly rowBound: number;
   private readonly shape: JsonShape | null;
-  /** The envelope around the records (wrap=1), else nothing. */
+  private readonly prefix: LinePrefix;
+  /** The envelope around the records (wrap=1, or a change set's), else nothing. */
   private readonly head: Uint8Array = NOTHING;
   private readonly foot: Uint8Array = NOTHING;
 
-  constructor(readonly store: Store, readonly plan: Plan, readonly rows: Uint32Array, readonly n: number, nowMs: number) {
-    this.shape = plan.json ? jsonShape(plan) : null;
-    this.rowBound = this.shape ? jsonRowBound(store, this.shape) : txtRowBound(plan.typePrefix);
-    if (plan.json && plan.wrap) {
+  /** With `changes`, the body of a change set whose upserts are the rows. */
+  constructor(readonly store: Store, readonly plan: Plan, readonly rows: Uint32Array, readonly n: number, nowMs: number, changes: ChangeFrame | null = null) {
+    this.shape = plan.json ? (changes ? { ...jsonShape(plan), format: 'object', depth: 2, typeKeys: true } : jsonShape(plan)) : null;
+    this.prefix = changes ? UPSERT_PREFIX : plan.typePrefix ? TYPE_PREFIX : null;
+    this.rowBound = this.shape ? jsonRowBound(store, this.shape) : txtRowBound(this.prefix);
+    if (changes) {
+      const [head, foot] = plan.json ? changeEnvelope(plan, changes) : ['', changes.removes.map((key) => `-${key}\n`).join('')];
+      this.head = Buffer.from(head);
+      this.foot = Buffer.from(foot);
+    } else if (plan.json && plan.wrap) {
       // The envelope is small: JSON.stringify writes it around a placeholder for `data`.
       const envelope = { status: 'ok', count: n, timestamp: formatIsoOffset(nowMs), filters: envelopeFilters(plan), data: 0 };
       const text = plan.pretty ? JSON.stringify(envelope, null, 2) : JSON.stringify(envelope);
@@ -71,6 +95,11 @@ export class BodyWriter {
     return this.shape ? containerClose(this.store, this.shape) : NOTHING;
   }
 
+  /** The bytes of the text around the rows that this writer holds (a change set's removes can be many). */
+  get frameBytes(): number {
+    return this.head.length + this.foot.length;
+  }
+
   /** The bytes outside the rows. */
   frameLength(): number {
     return this.head.length + this.foot.length + (this.shape ? jsonFrameLength(this.store, this.shape, this.n) : 0);
@@ -80,7 +109,7 @@ export class BodyWriter {
   rowsLength(from: number, to: number): number {
     return this.shape
       ? jsonRowsLength(this.store, this.rows, from, to, this.shape, this.plan.lang)
-      : txtLength(this.store, this.rows, from, to, this.plan.typePrefix);
+      : txtLength(this.store, this.rows, from, to, this.prefix);
   }
 
   /**
@@ -90,7 +119,7 @@ export class BodyWriter {
   write(out: OutputBuffer, from: number, to: number, ends: Uint32Array | null = null): void {
     if (from === 0 && this.head.length > 0) out.append(this.head);
     if (this.shape) renderJson(out, this.store, this.rows, from, to, this.n, this.shape, this.plan.lang, ends);
-    else renderTxt(out, this.store, this.rows, from, to, this.plan.typePrefix);
+    else renderTxt(out, this.store, this.rows, from, to, this.prefix);
     if (to === this.n && this.foot.length > 0) out.append(this.foot);
   }
 }
@@ -111,7 +140,7 @@ export interface BareBody {
 export function narrowBody(store: Store, plan: Plan, body: Omit<BareBody, 'tail'>, k: number): BareBody {
   const rows = body.rows.subarray(0, k);
   if (!body.ends) {
-    const cut = body.bytes.length - txtLength(store, body.rows, k, body.rows.length, plan.typePrefix);
+    const cut = body.bytes.length - txtLength(store, body.rows, k, body.rows.length, plan.typePrefix ? TYPE_PREFIX : null);
     return { bytes: body.bytes.subarray(0, cut), tail: null, rows, ends: null };
   }
   const shape = jsonShape(plan);

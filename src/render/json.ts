@@ -26,6 +26,8 @@ export interface JsonShape {
   format: 'array' | 'object';
   /** Nesting of the records: 1 in a bare array or object, 2 inside the envelope. */
   depth: number;
+  /** Objects keyed `type://ip:port` (a change set's upserts), not `ip:port`. */
+  typeKeys: boolean;
 }
 
 interface Template {
@@ -39,7 +41,7 @@ const templates = new WeakMap<Store, Map<string, Template>>();
 const MAX_TEMPLATES = 256;
 
 function templateFor(store: Store, shape: JsonShape): Template {
-  const id = `${shape.fields?.join(',') ?? '*'}|${shape.splitIp}|${shape.pretty}|${shape.format}|${shape.depth}`;
+  const id = `${shape.fields?.join(',') ?? '*'}|${shape.splitIp}|${shape.pretty}|${shape.format}|${shape.depth}|${shape.typeKeys}`;
   let cache = templates.get(store);
   if (!cache) templates.set(store, (cache = new Map()));
   let t = cache.get(id);
@@ -60,7 +62,7 @@ function buildTemplate(store: Store, shape: JsonShape): Template {
   const colon = shape.pretty ? ': ' : ':';
   const keys = names.map((name, i) => enc(`${i > 0 ? ',' : ''}${nl(shape.depth + 1)}${JSON.stringify(name)}${colon}`));
   const object = shape.format === 'object';
-  let rowBound = 64 + (shape.depth + 2) * 4;
+  let rowBound = 64 + (shape.depth + 2) * 4 + (shape.typeKeys ? 16 : 0);
   codes.forEach((code, i) => {
     rowBound += keys[i].length + (code >= SERVICE_CODE ? 5 : code === FIELD.ping ? store.maxPingText : code === FIELD.city ? store.maxCityJson : FIELD_TABLE[code].maxJsonBytes!);
   });
@@ -72,6 +74,7 @@ function buildTemplate(store: Store, shape: JsonShape): Template {
       afterAddress: enc(`"${colon}{`),
       close: enc(`${nl(shape.depth)}}`),
       object,
+      typeKeys: object && shape.typeKeys,
       splitIp: shape.splitIp,
       maxPing: store.maxPingText,
       maxCity: store.maxCityJson,

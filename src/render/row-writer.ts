@@ -1,4 +1,4 @@
-import { FIELD, SERVICE_CODE } from '../core/vocabulary.js';
+import { FIELD, SERVICE_CODE, TYPES } from '../core/vocabulary.js';
 import type { Store } from '../store/store.js';
 import { dataView } from './output-buffer.js';
 
@@ -27,6 +27,8 @@ export interface RowShape {
   afterAddress: Uint8Array;
   close: Uint8Array;
   object: boolean;
+  /** Objects only: the key is `type://ip:port`. */
+  typeKeys: boolean;
   splitIp: boolean;
   /** The store's longest ping text and city JSON, in bytes. */
   maxPing: number;
@@ -149,6 +151,18 @@ const IP_OUT: Value = {
   measure: '{const a=ipOut[r];len+=octL[a>>>24]+octL[(a>>>16)&255]+octL[(a>>>8)&255]+octL[a&255]-1;}',
 };
 
+/** `type://` per type code, at a stride of two words. */
+const TYPE_KEYS = new Uint8Array(TYPES.length * 16);
+const TYPE_KEY_LENGTHS = Uint8Array.from(TYPES, (t, i) => {
+  const text = `${t}://`;
+  for (let k = 0; k < text.length; k++) TYPE_KEYS[i * 16 + k] = text.charCodeAt(k);
+  return text.length;
+});
+const TYPE_KEY: Value = {
+  write: '{const t=type[r];dv.setFloat64(pos,tkV.getFloat64(t*16,true),true);dv.setFloat64(pos+8,tkV.getFloat64(t*16+8,true),true);pos+=tkL[t];}',
+  measure: 'len+=tkL[type[r]];',
+};
+
 function valueParts(code: number, shape: RowShape): Part[] {
   switch (code) {
     case FIELD.ip: return [QUOTE, shape.splitIp ? words('lines', 'ls', 'ie-s', wordsFor(MAX_IP)) : words('lines', 'ls', 'ae-s', wordsFor(MAX_ADDRESS)), QUOTE];
@@ -221,7 +235,7 @@ function merge(parts: Part[]): Part[] {
 
 export function compileRowWriter(shape: RowShape, domains: Domains): { writeRows: RowWriter; measureRows: RowMeasure } {
   const parts: Part[] = [shape.open];
-  if (shape.object) parts.push(words('lines', 'ls', 'ae-s', wordsFor(MAX_ADDRESS)), shape.afterAddress);
+  if (shape.object) parts.push(...(shape.typeKeys ? [TYPE_KEY] : []), words('lines', 'ls', 'ae-s', wordsFor(MAX_ADDRESS)), shape.afterAddress);
   const groups: GroupTable[] = [];
   for (let k = 0; k < shape.codes.length; ) {
     parts.push(shape.keys[k]);
@@ -276,7 +290,7 @@ export function compileRowWriter(shape: RowShape, domains: Domains): { writeRows
   ];
   const columns = `const c = store.c;
   const linesV = view(c.lines.bytes), lineOff = c.lines.off, ipLen = c.ipLen;
-  const ipOut = c.ipOut, octV = view(octets), octL = octetLengths;
+  const ipOut = c.ipOut, octV = view(octets), octL = octetLengths, tkV = view(typeKeys), tkL = typeKeyLengths;
   const pingRank = c.pingRank, pingV = view(c.pingText.bytes), pingO = c.pingText.off;
   const timeRank = c.timeRank, tcV = view(c.timecheck);
   const type = c.type, anon = c.anon, country = c.country, city = c.city, works = c.works, svc = c.services;
@@ -296,5 +310,5 @@ return {
   ${measureLoop.join('\n  ')}
   },
 };`;
-  return new Function('groups', 'view', 'octets', 'octetLengths', source)(groups, dataView, OCTETS, OCTET_LENGTHS) as { writeRows: RowWriter; measureRows: RowMeasure };
+  return new Function('groups', 'view', 'octets', 'octetLengths', 'typeKeys', 'typeKeyLengths', source)(groups, dataView, OCTETS, OCTET_LENGTHS, TYPE_KEYS, TYPE_KEY_LENGTHS) as { writeRows: RowWriter; measureRows: RowMeasure };
 }

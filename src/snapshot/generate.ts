@@ -106,3 +106,40 @@ export function generateSnapshot(o: GenerateOptions): Uint8Array {
   const now = o.now ?? Math.floor(Date.now() / 1000);
   return encodeSnapshot(generateRecords({ ...o, now }), now);
 }
+
+export interface EvolveOptions {
+  seed: number;
+  /** The share of records that change: a third are dropped, a third get new values, and as many new ones as a third are added. */
+  share: number;
+  /** Unix seconds of the new snapshot: changed and added records were checked within the ten minutes before it. */
+  now: number;
+}
+
+/**
+ * The next snapshot's records, as a checker's next run would write them:
+ * most records as they were, some dropped, some checked again with new
+ * values (one or several fields each), some new.
+ */
+export function evolveRecords(records: readonly SnapshotRecord[], o: EvolveOptions): SnapshotRecord[] {
+  const rand = prng(o.seed);
+  const fresh = generateRecords({ records: Math.ceil((records.length * o.share) / 3), seed: o.seed + 1, now: o.now });
+  const out: SnapshotRecord[] = [];
+  for (const r of records) {
+    const x = rand();
+    if (x >= o.share) out.push(r);
+    else if (x < o.share / 3) continue;
+    else {
+      const next: SnapshotRecord = { ...r, checked_at: o.now - Math.floor(rand() * 600) };
+      const y = rand();
+      if (y < 0.3) next.ping_ms = Math.round((30 + Math.exp(rand() * 8.5)) * 100) / 100;
+      else if (y < 0.45) next.works = Math.floor(rand() * 101);
+      else if (y < 0.55) next.anon = ANONS[Math.floor(rand() * ANONS.length)];
+      else if (y < 0.65) next.services = DEFAULT_SERVICES.filter(() => rand() < 0.5);
+      else if (y < 0.75) next.city = fresh[Math.floor(rand() * fresh.length)].city;
+      else if (y < 0.85) next.country = fresh[Math.floor(rand() * fresh.length)].country;
+      else if (y < 0.9) next.ip_out = `10.${Math.floor(rand() * 256)}.${Math.floor(rand() * 256)}.1`;
+      out.push(next);
+    }
+  }
+  return [...out, ...fresh];
+}

@@ -2,9 +2,13 @@ import type { Clock } from '../core/clock.js';
 import { CodedError, messageOf } from '../core/errors.js';
 import { FollowedFile, type FollowOptions } from '../core/follow-file.js';
 import type { Logger } from '../core/log.js';
+import { carryHistory } from '../store/history.js';
 import { Store } from '../store/store.js';
 import { loadInWorker } from './load-in-worker.js';
 import { releaseDroppedStores } from './release-dropped.js';
+
+/** Seconds of snapshots remembered for change sets, at least. */
+export const DEFAULT_HISTORY_S = 3600;
 
 /**
  * The snapshot the server answers from. Each new version of the file is built
@@ -24,7 +28,8 @@ export class SnapshotFeed extends FollowedFile {
   private dropped = false;
   private readonly listeners: Array<(store: Store) => void> = [];
 
-  constructor(path: string, private readonly clock: Clock, private readonly log: Logger, options?: FollowOptions) {
+  /** `historyS`: how long the snapshots of change sets are remembered (README, Changes since a cursor). */
+  constructor(path: string, private readonly clock: Clock, private readonly log: Logger, private readonly historyS = DEFAULT_HISTORY_S, options?: FollowOptions) {
     super(path, options);
   }
 
@@ -52,7 +57,10 @@ export class SnapshotFeed extends FollowedFile {
     // Bytes read while the file was rewritten in place may mix two versions.
     if (!unchanged()) return this.changedWhileRead(path);
     const { columns, meta } = loaded;
-    const store = new Store(columns, meta, { file: path, loadedAtMs: this.clock.nowMs(), generation: ++this.generation });
+    const loadedAtMs = this.clock.nowMs();
+    // What each row's record was in the store before, merged a slice at a time: the store swapped in next is still this one.
+    const history = await carryHistory(this.current, columns, meta, loadedAtMs, this.historyS * 1000);
+    const store = new Store(columns, meta, { file: path, loadedAtMs, generation: ++this.generation }, history);
     this.dropped = this.current !== null;
     this.current = store;
     this.lastLoadMs = performance.now() - started;

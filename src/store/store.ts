@@ -1,6 +1,7 @@
 import { ANONS, TYPES } from '../core/vocabulary.js';
 import { member } from './bitset.js';
 import type { ByteStrings, StoreColumns, StoreMeta } from './columns.js';
+import { startHistory, type History } from './history.js';
 import { utf8 } from './encode.js';
 
 /** The comparison form of a city name (README, Parameters). */
@@ -41,7 +42,11 @@ export class Store {
   /** `"XX"` per country id, 4 bytes each. */
   readonly countryJson: Uint8Array;
 
-  constructor(readonly c: StoreColumns, readonly meta: StoreMeta, readonly source: StoreSource) {
+  /** What it remembers of the snapshots before it; a store built alone remembers only its own. */
+  readonly history: History;
+
+  constructor(readonly c: StoreColumns, readonly meta: StoreMeta, readonly source: StoreSource, history?: History) {
+    this.history = history ?? startHistory(c.rows, meta, 1, source.loadedAtMs);
     this.rows = c.rows;
     this.words = c.typeBits.words;
     this.countryId = new Map(meta.countries.map((code, i) => [code, i]));

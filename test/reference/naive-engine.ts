@@ -21,11 +21,17 @@ export interface NaiveAnswer {
 
 const ipNumber = (ip: string): number => ip.split('.').reduce((n, o) => n * 256 + Number(o), 0);
 const norm = (s: string): string => s.trim().normalize('NFC').toLowerCase();
+/** A record's key in a change set. */
+export const keyOf = (r: SnapshotRecord): string => `${r.type}://${r.ip}:${r.port}`;
+/** What a record shows, in any output: equal texts are the same record. */
+const visible = (r: SnapshotRecord, services: readonly string[]): string =>
+  JSON.stringify([r.anon, Math.round(r.ping_ms), r.checked_at, r.country.toUpperCase(), r.city?.ru ?? '', r.city?.en ?? '', r.ip_out ?? r.ip, r.works, services.filter((s) => (r.services ?? []).includes(s))]);
 const timecheck = (unixS: number): string => new Date((unixS + 7200) * 1000).toISOString().slice(0, 19).replace('T', ' ');
 
 export class NaiveEngine {
   readonly services: string[];
   readonly records: SnapshotRecord[];
+  private keyed: Map<string, SnapshotRecord> | null = null;
 
   constructor(snapshot: { services?: string[]; proxies: unknown[] }) {
     this.services = snapshot.services ?? DEFAULT_SERVICES;
@@ -71,23 +77,10 @@ export class NaiveEngine {
     const lowerServices = this.services.map((s) => s.toLowerCase());
     const services = list('service') && unique(list('service')!.map((s) => this.services[lowerServices.indexOf(s.toLowerCase())]));
     const count = one('count') === null ? null : Number(one('count'));
-    const lang = (one('lang') ?? 'ru').toLowerCase() as 'ru' | 'en';
     const get = (one('get') ?? 'txt').toLowerCase();
+
     const nowS = Math.floor(nowMs / 1000);
-
-    let rows = this.records.filter(
-      (r) =>
-        nowS - r.checked_at <= time &&
-        (!types || types.includes(r.type)) &&
-        (!anons || anons.includes(r.anon)) &&
-        (!ports || ports.includes(r.port)) &&
-        (ping === null || Math.round(r.ping_ms) <= ping) &&
-        (works === null || r.works >= works) &&
-        (!countries || countries.includes(r.country.toUpperCase()) === (cm === 'include')) &&
-        (!cities || cities.some((c) => norm(c) === norm(r.city?.ru ?? '') || norm(c) === norm(r.city?.en ?? ''))) &&
-        (!services || services.every((s) => (r.services ?? []).includes(s))),
-    );
-
+    let rows = this.select(query, nowMs);
     const ips = list('ip') && unique(list('ip')!);
     const atAddress = (r: SnapshotRecord): boolean => !ips || ips.some((item) => item === r.ip || item === `${r.ip}:${r.port}`);
     if (get === 'stats') return this.stats(rows.filter(atAddress), one('pretty') !== '0');
@@ -115,24 +108,7 @@ export class NaiveEngine {
     }
     rows = page(rows);
 
-    const split = one('split_ip') === '1';
-    const fieldList = list('fields')?.map((f) => f.toLowerCase());
-    const wanted = (name: string): boolean => !fieldList || fieldList.includes(name.toLowerCase());
-    const toObject = (r: SnapshotRecord): Record<string, unknown> => {
-      const o: Record<string, unknown> = {};
-      if (wanted('ip')) o.ip = split ? r.ip : `${r.ip}:${r.port}`;
-      if (split && wanted('port')) o.port = String(r.port);
-      if (wanted('ip_out')) o.ip_out = r.ip_out ?? r.ip;
-      if (wanted('type')) o.type = r.type;
-      if (wanted('anon')) o.anon = r.anon;
-      if (wanted('ping')) o.ping = Math.round(r.ping_ms) / 1000;
-      if (wanted('timecheck')) o.timecheck = timecheck(r.checked_at);
-      if (wanted('country')) o.country = r.country.toUpperCase();
-      if (wanted('city')) o.city = r.city?.[lang] ?? '';
-      if (wanted('works')) o.works = String(r.works);
-      for (const s of this.services) if (wanted(s)) o[s] = (r.services ?? []).includes(s);
-      return o;
-    };
+    const toObject = this.recordObject(params);
     const data =
       format === 'object'
         ? Object.fromEntries(rows.map((r) => [`${r.ip}:${r.port}`, toObject(r)]))
@@ -162,6 +138,123 @@ export class NaiveEngine {
     }
     const body = one('pretty') === '0' ? JSON.stringify(value) : JSON.stringify(value, null, 2);
     return { status: 200, contentType: 'application/json; charset=utf-8', disposition, body };
+  }
+
+  /** The record object of a JSON answer, shaped by the query's `fields`, `split_ip` and `lang`. */
+  private recordObject(params: URLSearchParams): (r: SnapshotRecord) => Record<string, unknown> {
+    const one = (name: string): string | null => params.getAll(name).find((v) => v !== '') ?? null;
+    const split = one('split_ip') === '1';
+    const lang = (one('lang') ?? 'ru').toLowerCase() as 'ru' | 'en';
+    const fieldList = params.getAll('fields').join(',').split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '');
+    const wanted = (name: string): boolean => fieldList.length === 0 || fieldList.includes(name.toLowerCase());
+    return (r) => {
+      const o: Record<string, unknown> = {};
+      if (wanted('ip')) o.ip = split ? r.ip : `${r.ip}:${r.port}`;
+      if (split && wanted('port')) o.port = String(r.port);
+      if (wanted('ip_out')) o.ip_out = r.ip_out ?? r.ip;
+      if (wanted('type')) o.type = r.type;
+      if (wanted('anon')) o.anon = r.anon;
+      if (wanted('ping')) o.ping = Math.round(r.ping_ms) / 1000;
+      if (wanted('timecheck')) o.timecheck = timecheck(r.checked_at);
+      if (wanted('country')) o.country = r.country.toUpperCase();
+      if (wanted('city')) o.city = r.city?.[lang] ?? '';
+      if (wanted('works')) o.works = String(r.works);
+      for (const s of this.services) if (wanted(s)) o[s] = (r.services ?? []).includes(s);
+      return o;
+    };
+  }
+
+  /** The records by key, `type://ip:port`. */
+  private byKey(): Map<string, SnapshotRecord> {
+    return (this.keyed ??= new Map(this.records.map((r) => [keyOf(r), r])));
+  }
+
+  /**
+   * The change set (README, Changes since a cursor) of `query` from L(cursor),
+   * what the first of `chain` selected at `cursorMs`, to L(now), what this
+   * one (the last of `chain`) selects at `nowMs`. `chain` is every snapshot
+   * served from the cursor's to this one. A key changed when its values
+   * differ between two snapshots of the chain, or it is missing from one.
+   * Upserts: the keys of L(now) that changed or were not in L(cursor).
+   * Removes: the keys not in L(now) that were in L(cursor), or changed and
+   * pass the filters of the key itself (type, port, ip). `cursor` is the new
+   * cursor, which the reference takes as given; a reset lists all of L(now).
+   */
+  changeSet(chain: readonly NaiveEngine[], query: string, cursorMs: number, nowMs: number, cursor: string, reset: boolean): NaiveAnswer {
+    const params = new URLSearchParams(query);
+    const one = (name: string): string | null => params.getAll(name).find((v) => v !== '') ?? null;
+    const list = (name: string): string[] => params.getAll(name).join(',').split(',').map((s) => s.trim()).filter((s) => s !== '');
+    const get = (one('get') ?? 'txt').toLowerCase();
+    const json = get.startsWith('json');
+    const ips = json ? list('ip') : [];
+    const types = list('type').map((t) => t.toLowerCase());
+    const ports = list('port').map(Number);
+    const keyPasses = (r: SnapshotRecord): boolean =>
+      (types.length === 0 || types.includes(r.type)) && (ports.length === 0 || ports.includes(r.port)) &&
+      (ips.length === 0 || ips.some((item) => item === r.ip || item === `${r.ip}:${r.port}`));
+    const selected = (e: NaiveEngine, ms: number): SnapshotRecord[] => e.select(query, ms).filter((r) => ips.length === 0 || ips.some((item) => item === r.ip || item === `${r.ip}:${r.port}`));
+
+    const now = selected(this, nowMs);
+    const nowKeys = new Set(now.map(keyOf));
+    let upserts = now;
+    let removes: string[] = [];
+    if (!reset) {
+      const before = new Set(selected(chain[0], cursorMs).map(keyOf));
+      const changed = new Set<string>();
+      const every = new Map<string, SnapshotRecord>();
+      for (let i = 1; i < chain.length; i++) {
+        const a = chain[i - 1].byKey();
+        const b = chain[i].byKey();
+        for (const [k, r] of a) if (!b.has(k) || visible(r, chain[i - 1].services) !== visible(b.get(k)!, chain[i].services)) changed.add(k);
+        for (const k of b.keys()) if (!a.has(k)) changed.add(k);
+        for (const m of [a, b]) for (const [k, r] of m) every.set(k, r);
+      }
+      upserts = now.filter((r) => changed.has(keyOf(r)) || !before.has(keyOf(r)));
+      const gone = new Set([...before, ...[...changed].filter((k) => keyPasses(every.get(k)!))]);
+      removes = [...gone].filter((k) => !nowKeys.has(k)).sort();
+    }
+    if (json) {
+      const toObject = this.recordObject(params);
+      const value = { cursor, reset, upsert: Object.fromEntries(upserts.map((r) => [keyOf(r), toObject(r)])), remove: removes };
+      const body = one('pretty') === '0' ? JSON.stringify(value) : JSON.stringify(value, null, 2);
+      return { status: 200, contentType: 'application/json; charset=utf-8', disposition: get === 'json.file' ? 'attachment; filename="proxies.json"' : null, body };
+    }
+    const body = upserts.map((r) => `+${keyOf(r)}\n`).join('') + removes.map((k) => `-${k}\n`).join('');
+    return { status: 200, contentType: 'text/plain; charset=utf-8', disposition: get === 'txt.file' ? 'attachment; filename="proxies.txt"' : null, body };
+  }
+
+  /** The records every filter of the query selects at `nowMs`, in the default order, before `ip`, sorting and paging. */
+  select(query: string, nowMs: number): SnapshotRecord[] {
+    const params = new URLSearchParams(query);
+    const one = (name: string): string | null => params.getAll(name).find((v) => v !== '') ?? null;
+    const list = (name: string): string[] | null => {
+      const items = params.getAll(name).join(',').split(',').map((s) => s.trim()).filter((s) => s !== '');
+      return items.length ? items : null;
+    };
+    const types = list('type')?.map((t) => t.toLowerCase());
+    const anons = list('anon')?.map((t) => t.toLowerCase());
+    const ports = list('port')?.map(Number);
+    const ping = one('ping') === null ? null : Number(one('ping'));
+    const time = one('time') === null ? 600 : Number(one('time'));
+    const works = one('works') === null ? null : Number(one('works'));
+    const countries = list('country')?.map((c) => c.toUpperCase());
+    const cm = (one('cm') ?? one('country_mode') ?? 'include').toLowerCase();
+    const cities = list('city');
+    const lowerServices = this.services.map((s) => s.toLowerCase());
+    const services = list('service')?.map((s) => this.services[lowerServices.indexOf(s.toLowerCase())]);
+    const nowS = Math.floor(nowMs / 1000);
+    return this.records.filter(
+      (r) =>
+        nowS - r.checked_at <= time &&
+        (!types || types.includes(r.type)) &&
+        (!anons || anons.includes(r.anon)) &&
+        (!ports || ports.includes(r.port)) &&
+        (ping === null || Math.round(r.ping_ms) <= ping) &&
+        (works === null || r.works >= works) &&
+        (!countries || countries.includes(r.country.toUpperCase()) === (cm === 'include')) &&
+        (!cities || cities.some((c) => norm(c) === norm(r.city?.ru ?? '') || norm(c) === norm(r.city?.en ?? ''))) &&
+        (!services || services.every((s) => (r.services ?? []).includes(s))),
+    );
   }
 
   /** get=stats (README, Counts): counts by type, anonymity, country and service. */

@@ -1,0 +1,132 @@
+import { TYPES } from '../core/vocabulary.js';
+import { keyIp, keyPort, keyType, type History } from '../store/history.js';
+import type { Store } from '../store/store.js';
+import { execute } from './execute.js';
+import type { Plan } from './plan.js';
+import type { QueryScratch } from './scratch.js';
+
+/**
+ * A change set (README, Changes since a cursor): the upserts are
+ * `scratch.rows[0..n)` in row order, the removes are keys, sorted.
+ */
+export interface ChangeSet {
+  reset: boolean;
+  n: number;
+  removes: string[];
+}
+
+const NO_REMOVES: string[] = [];
+
+/**
+ * Where the change set of `plan` starts in the store's history, or -1 when
+ * it is a reset: the store no longer knows the cursor's snapshot, or more
+ * keys left since then than the store has records (the whole list is then
+ * the smaller answer, and the removes stay bounded by the store's size).
+ */
+export function changesStart(store: Store, plan: Plan): number {
+  const history = store.history;
+  const at = plan.since === null ? -1 : history.indexOf(plan.since.generatedAt, plan.since.content);
+  if (at < 0) return -1;
+  let left = 0;
+  for (let i = at + 1; i < history.snapshots.length; i++) left += history.snapshots[i].left.length;
+  return left > store.rows ? -1 : at;
+}
+
+/** The text of a key in a change set: `type://ip:port`. */
+function keyText(type: number, ip: number, port: number): string {
+  return `${TYPES[type]}://${ip >>> 24}.${(ip >>> 16) & 255}.${(ip >>> 8) & 255}.${ip & 255}:${port}`;
+}
+
+/**
+ * The change set of `plan` (which has a cursor) from the cursor's list to
+ * the list of `store` at second `nowS`.
+ *
+ * A row whose `changedAt` is at most the cursor's snapshot has had the same
+ * record since then, so it matches the filters exactly as it did, and was
+ * in the cursor's list exactly when it was in the cursor's window. With
+ * W(t) the window at second t, the selection's rows in W(now) ∪ W(cursor)
+ * are, each:
+ * - in W(now): an upsert, unless it is unchanged and was in W(cursor);
+ * - outside W(now): a remove, if it changed or was in W(cursor).
+ * Then every other changed row that the filters of the key itself (type,
+ * port, ip) let through is a remove (it may have matched before), and so is
+ * every key that left the snapshot since the cursor's and is not back.
+ */
+export function computeChanges(store: Store, plan: Plan, nowS: number, scratch: QueryScratch): ChangeSet {
+  scratch.fit(store);
+  const since = plan.since!;
+  const history = store.history;
+  const at = changesStart(store, plan);
+  const list = { ...plan, sort: null, offset: null, count: null, format: 'array' as const };
+  const endNow = store.prefixEnd(nowS - plan.time);
+  if (at < 0) return { reset: true, n: execute(store, list, endNow, scratch), removes: NO_REMOVES };
+
+  const seq = history.snapshots[at].seq;
+  const changedAt = history.changedAt;
+  const endThen = store.prefixEnd(since.second - plan.time);
+  const m = execute(store, list, Math.max(endNow, endThen), scratch);
+  const rows = scratch.rows;
+  const marks = scratch.marks;
+  marks.fill(0, 0, store.words);
+  const removedRows: number[] = [];
+  let n = 0;
+  for (let i = 0; i < m; i++) {
+    const r = rows[i];
+    marks[r >>> 5] |= 1 << (r & 31);
+    const changed = changedAt[r] > seq;
+    if (r < endNow) {
+      if (changed || r >= endThen) rows[n++] = r;
+    } else if (changed || r < endThen) removedRows.push(r);
+  }
+
+  const keyPasses = keyFilter(plan);
+  const { ip, port, type } = store.c;
+  for (let r = 0; r < store.rows; r++) {
+    if (changedAt[r] > seq && (marks[r >>> 5] & (1 << (r & 31))) === 0 && keyPasses(type[r], ip[r], port[r])) removedRows.push(r);
+  }
+
+  const removes = removedRows.map((r) => keyText(type[r], ip[r], port[r]));
+  for (const key of leftSince(history, at)) {
+    const t = keyType(key);
+    const a = keyIp(key);
+    const p = keyPort(key);
+    if (keyPasses(t, a, p) && rowOf(store, a, p, t) < 0) removes.push(keyText(t, a, p));
+  }
+  removes.sort();
+  return { reset: false, n, removes };
+}
+
+/** The keys that left the snapshot after the remembered one at `at`, each once. */
+function leftSince(history: History, at: number): Set<number> {
+  const keys = new Set<number>();
+  for (let i = at + 1; i < history.snapshots.length; i++) for (const key of history.snapshots[i].left) keys.add(key);
+  return keys;
+}
+
+/** The filters of a key itself: its type, its port, and (JSON) its address. */
+function keyFilter(plan: Plan): (type: number, ip: number, port: number) => boolean {
+  const types = plan.types;
+  const ports = plan.portSet;
+  const ips = plan.ips;
+  return (type, ip, port) =>
+    (types === null || types.includes(type)) && (ports === null || ports.has(port)) &&
+    (ips === null || ips.some((item) => item.ip === ip && (item.port < 0 || item.port === port)));
+}
+
+/** The row of a key in `store`, or -1: byAddress is ordered by ip, port, type. */
+function rowOf(store: Store, ip: number, port: number, type: number): number {
+  const { byAddress, ip: ips, port: ports, type: types } = store.c;
+  let lo = 0;
+  let hi = byAddress.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const r = byAddress[mid];
+    if (ips[r] < ip || (ips[r] === ip && (ports[r] < port || (ports[r] === port && types[r] < type)))) lo = mid + 1;
+    else hi = mid;
+  }
+  const r = lo < byAddress.length ? byAddress[lo] : -1;
+  return r >= 0 && ips[r] === ip && ports[r] === port && types[r] === type ? r : -1;
+}
+
+/** Whether a change set changes nothing. */
+export const isEmpty = (c: ChangeSet): boolean => !c.reset && c.n === 0 && c.removes.length === 0;

@@ -1,0 +1,156 @@
+import type { StoreColumns, StoreMeta } from './columns.js';
+
+/** A snapshot a store's history still knows, and the keys that left the list when it came in. */
+export interface RememberedSnapshot {
+  generatedAt: number;
+  /** The start of the snapshot's content hash: a cursor names the content too, not only the time. */
+  content: string;
+  /** The history's own number of the snapshot: rows changed at it carry it. */
+  seq: number;
+  /** When it was swapped in. */
+  loadedAtMs: number;
+  /** Keys (see `packKey`) of the snapshot before it that it no longer has, ascending. */
+  left: Float64Array;
+}
+
+/** Characters of the content hash a cursor carries. */
+export const CONTENT_CHARS = 8;
+const NOTHING_LEFT = new Float64Array(0);
+/** Rows merged per turn of the event loop while a history is carried over. */
+const MERGE_SLICE_ROWS = 64 * 1024;
+
+/** A record's identity as one number: ip, port and type, ordered as byAddress orders rows. */
+export const packKey = (ip: number, port: number, type: number): number => ip * 262144 + port * 4 + type;
+export const keyIp = (key: number): number => Math.floor(key / 262144);
+export const keyPort = (key: number): number => Math.floor(key / 4) % 65536;
+export const keyType = (key: number): number => key % 4;
+
+/**
+ * What a store remembers of the snapshots before it (README, Changes since a
+ * cursor): per row, the snapshot since which its record is the same (4
+ * bytes a row), and the snapshots of the last --history-s seconds with the
+ * keys each one dropped. Immutable: each store has its own, sharing the
+ * logs of the keys that left with the one before it.
+ */
+export class History {
+  constructor(
+    /** Per row, the `seq` of the snapshot since which the row's record is unchanged. */
+    readonly changedAt: Uint32Array,
+    /** Oldest first; the last is the store's own snapshot. */
+    readonly snapshots: readonly RememberedSnapshot[],
+  ) {}
+
+  /** The remembered snapshot of a cursor, or -1 when it is not known (too old, from another chain, or never loaded here). */
+  indexOf(generatedAt: number, content: string): number {
+    for (let i = this.snapshots.length - 1; i >= 0; i--) {
+      const s = this.snapshots[i];
+      if (s.generatedAt === generatedAt) return s.content === content ? i : -1;
+    }
+    return -1;
+  }
+
+  /** Bytes held beyond the rows: the logs of keys that left. */
+  get leftBytes(): number {
+    return this.snapshots.reduce((n, s) => n + s.left.byteLength, 0);
+  }
+}
+
+/** A history that begins with this snapshot: every row changed at it. */
+export function startHistory(rows: number, meta: StoreMeta, seq: number, nowMs: number): History {
+  const changedAt = new Uint32Array(rows).fill(seq);
+  return new History(changedAt, [{ generatedAt: meta.generatedAt, content: meta.contentHash.slice(0, CONTENT_CHARS), seq, loadedAtMs: nowMs, left: NOTHING_LEFT }]);
+}
+
+/** What the merge reads of a store: its columns, its names and its history. */
+export interface HistorySource {
+  c: StoreColumns;
+  meta: StoreMeta;
+  history: History;
+}
+
+/**
+ * The history of the store built from `c` and `meta`, carried over from
+ * `prev`'s: rows whose record is the same in both keep their `changedAt`,
+ * the others get the new snapshot's; the keys of `prev` missing from the new
+ * store are logged. The two stores are merged along their address orders,
+ * a slice per turn of the event loop. Snapshots that stopped being current
+ * more than `historyMs` ago are forgotten.
+ *
+ * The history starts again (and old cursors get a reset) when the new
+ * snapshot is not later than the previous one, or names other services:
+ * neither "changed since" nor the meaning of a service bit would hold.
+ */
+export async function carryHistory(prev: HistorySource | null, c: StoreColumns, meta: StoreMeta, nowMs: number, historyMs: number): Promise<History> {
+  const last = prev?.history.snapshots.at(-1);
+  const seq = (last?.seq ?? 0) + 1;
+  const content = meta.contentHash.slice(0, CONTENT_CHARS);
+  const sameSnapshot = last !== undefined && last.generatedAt === meta.generatedAt && last.content === content;
+  if (!prev || !last || (!sameSnapshot && meta.generatedAt <= last.generatedAt) || prev.meta.services.join('\0') !== meta.services.join('\0')) {
+    return startHistory(c.rows, meta, seq, nowMs);
+  }
+  const changedAt = new Uint32Array(c.rows);
+  const left = await mergeRows(prev, c, meta, changedAt, sameSnapshot ? last.seq : seq);
+  const kept = prev.history.snapshots.filter((_, i, all) => i === all.length - 1 || all[i + 1].loadedAtMs >= nowMs - historyMs);
+  // The oldest one kept is where change sets start from: what left before it is never read.
+  if (kept.length > 0 && kept[0].left.length > 0) kept[0] = { ...kept[0], left: NOTHING_LEFT };
+  if (sameSnapshot) return new History(changedAt, kept);
+  return new History(changedAt, [...kept, { generatedAt: meta.generatedAt, content, seq, loadedAtMs: nowMs, left }]);
+}
+
+/**
+ * Merges the rows of `prev` and of the new columns along their address
+ * orders (ip, port, type ascending in both): fills `changedAt` and returns
+ * the keys of `prev` the new store has not. A record is the same when
+ * every value an answer shows is: countries and cities are compared by
+ * name, since their ids differ between stores.
+ */
+async function mergeRows(prev: HistorySource, c: StoreColumns, meta: StoreMeta, changedAt: Uint32Array, seq: number): Promise<Float64Array> {
+  const p = prev.c;
+  const countryOf = idMap(prev.meta.countries, meta.countries, (code) => code);
+  const cityOf = idMap(prev.meta.cities, meta.cities, (city) => `${city.ru}\0${city.en}`);
+  const pKeys = p.byAddress;
+  const nKeys = c.byAddress;
+  const prevChanged = prev.history.changedAt;
+  let left = new Float64Array(1024);
+  let leftCount = 0;
+  const leave = (r: number): void => {
+    if (leftCount === left.length) {
+      const grown = new Float64Array(left.length * 2);
+      grown.set(left);
+      left = grown;
+    }
+    left[leftCount++] = packKey(p.ip[r], p.port[r], p.type[r]);
+  };
+  let i = 0;
+  let j = 0;
+  while (j < nKeys.length) {
+    const stop = Math.min(nKeys.length, j + MERGE_SLICE_ROWS);
+    for (; j < stop; j++) {
+      const rn = nKeys[j];
+      const key = packKey(c.ip[rn], c.port[rn], c.type[rn]);
+      while (i < pKeys.length && packKey(p.ip[pKeys[i]], p.port[pKeys[i]], p.type[pKeys[i]]) < key) leave(pKeys[i++]);
+      let since = seq;
+      if (i < pKeys.length) {
+        const ro = pKeys[i];
+        if (packKey(p.ip[ro], p.port[ro], p.type[ro]) === key) {
+          i++;
+          if (
+            p.anon[ro] === c.anon[rn] && p.works[ro] === c.works[rn] && p.services[ro] === c.services[rn] && p.ipOut[ro] === c.ipOut[rn] &&
+            p.times[p.timeRank[ro]] === c.times[c.timeRank[rn]] && p.pingValues[p.pingRank[ro]] === c.pingValues[c.pingRank[rn]] &&
+            countryOf[p.country[ro]] === c.country[rn] && cityOf[p.city[ro]] === c.city[rn]
+          ) since = prevChanged[ro];
+        }
+      }
+      changedAt[rn] = since;
+    }
+    if (j < nKeys.length) await new Promise((resolve) => setImmediate(resolve));
+  }
+  while (i < pKeys.length) leave(pKeys[i++]);
+  return left.slice(0, leftCount);
+}
+
+/** Per id in `from`, the id of the same name in `to`, or -1. */
+function idMap<T>(from: readonly T[], to: readonly T[], name: (t: T) => string): Int32Array {
+  const ids = new Map(to.map((t, id) => [name(t), id]));
+  return Int32Array.from(from, (t) => ids.get(name(t)) ?? -1);
+}

@@ -1,0 +1,238 @@
+import * as assert from 'uvu/assert';
+import { writeFileAtomic } from '../../src/core/atomic-write.js';
+import type { SnapshotRecord } from '../../src/snapshot/format.js';
+import { encodeSnapshot, evolveRecords, generateRecords } from '../../src/snapshot/generate.js';
+import { NaiveEngine, keyOf } from '../reference/naive-engine.js';
+import { assertDocumented } from '../helpers/openapi.js';
+import { randomQueries, seeded } from '../helpers/random-queries.js';
+import { TEST_KEY, TEST_NOW_S, eventually, serverSuite, startTestServer, type TestServer } from '../helpers/server.js';
+
+/**
+ * Change sets (README, Changes since a cursor) against the reference, over a
+ * generated sequence of snapshots: rows changed, added, removed, and aged
+ * out of the window as the clock moves. Every change set must be the
+ * reference's bytes, and applied to the cursor's list it must give the list
+ * of now, in txt and JSON, with the cache on and off, compressed or not.
+ */
+const RECORDS = 3000;
+const VERSIONS = 5;
+/** Seconds between two snapshots: rows leave the narrower windows meanwhile. */
+const STEP_S = 40;
+const chain: SnapshotRecord[][] = [generateRecords({ records: RECORDS, seed: 31, now: TEST_NOW_S })];
+for (let v = 1; v < VERSIONS; v++) chain.push(evolveRecords(chain[v - 1], { seed: 500 + v, share: 0.1, now: TEST_NOW_S + v * STEP_S }));
+const files = chain.map((records, v) => encodeSnapshot(records, TEST_NOW_S + v * STEP_S));
+const engines = files.map((f) => NaiveEngine.fromFile(f));
+
+/** Whole-list queries: no count, offset or random order, which a cursor never comes with. */
+const queries = [
+  '', 'type_prefix=1', 'get=json', 'get=json&pretty=0&fields=ip,ping,works', 'get=json&split_ip=1&lang=en&format=object', 'get=json.file&wrap=1',
+  'type=socks5,http&time=120', 'get=json&anon=elite&time=300&pretty=0', 'port=80,8080&get=txt.file', 'get=json&country=US,DE&cm=except&works=50',
+  'get=json&service=telegram&ping=800&sort=ping', `get=json&ip=${chain[0][5].ip},${chain[0][9].ip}:${chain[0][9].port}&time=99999`, 'time=30',
+  ...randomQueries(chain[0], 400, 77).filter((q) => !/(^|&)(count|offset|sort=random|get=stats)|get=Stats/i.test(q)).slice(0, 60),
+];
+
+interface Held {
+  query: string;
+  version: number;
+  atMs: number;
+  cursor: string;
+}
+
+const withSince = (q: string, cursor: string): string => `${q}${q ? '&' : ''}since=${cursor}`;
+
+/** What the reference says for a change set asked for now, and the change set applied to the cursor's list. */
+function checkChangeSet(q: string, from: Held, version: number, nowMs: number, res: Response, body: string): void {
+  const cursor = res.headers.get('list-cursor');
+  const reset = res.headers.get('list-reset') === '1';
+  assert.ok(cursor, `a List-Cursor on ?${withSince(q, from.cursor)}`);
+  const want = engines[version].changeSet(engines.slice(from.version, version + 1), q, from.atMs, nowMs, cursor!, reset);
+  assert.is(res.status, 200, `status of ?${withSince(q, from.cursor)}: ${body}`);
+  assert.is(res.headers.get('content-type'), want.contentType);
+  if (body !== want.body) assert.fixture(body, want.body, `change set of ?${q} from v${from.version} to v${version}`);
+  assert.is(reset, false, 'the history still knows the cursor');
+
+  // Applied to the cursor's list, the change set gives the list of now.
+  const json = /get=json/i.test(q);
+  const before = listOf(engines[from.version], q, from.atMs);
+  const after = listOf(engines[version], q, nowMs);
+  if (json) {
+    const set = JSON.parse(body) as { cursor: string; reset: boolean; upsert: Record<string, unknown>; remove: string[] };
+    assert.is(set.cursor, cursor);
+    for (const k of set.remove) {
+      before.delete(k);
+      assert.not.ok(k in set.upsert, `${k} both upserted and removed`);
+    }
+    for (const k of Object.keys(set.upsert)) {
+      assert.ok(after.has(k), `upsert ${k} is in the list of now`);
+      before.set(k, '');
+    }
+  } else {
+    for (const line of body.split('\n').filter(Boolean)) {
+      if (line[0] === '+') before.set(line.slice(1), '');
+      else before.delete(line.slice(1));
+    }
+  }
+  assert.equal([...before.keys()].sort(), [...after.keys()].sort(), `L(cursor) with the change set applied is L(now) for ?${q}`);
+}
+
+/** The keys a full answer lists (format ignored, as change sets ignore it), with the record values for JSON. */
+function listOf(e: NaiveEngine, q: string, ms: number): Map<string, string> {
+  const json = /get=json/i.test(q);
+  const ips = json ? new URLSearchParams(q).getAll('ip').join(',').split(',').map((s) => s.trim()).filter(Boolean) : [];
+  const rows = e.select(q, ms).filter((r) => ips.length === 0 || ips.some((i) => i === r.ip || i === `${r.ip}:${r.port}`));
+  return new Map(rows.map((r) => [keyOf(r), '']));
+}
+
+for (const cache of [true, false]) {
+  const test = serverSuite(`change sets (cache ${cache ? 'on' : 'off'})`, () => ({ snapshot: files[0], options: cache ? {} : { cacheBytes: 0 } }));
+
+  test('every change set from every earlier cursor is the reference\'s, and turns the old list into the new one', async ({ t }) => {
+    const held: Held[] = [];
+    let compared = 0;
+    let nonEmpty = 0;
+    let compressed = 0;
+    for (let v = 0; v < VERSIONS; v++) {
+      if (v > 0) await publish(t, v);
+      // Within a snapshot the clock moves too: rows leave the window between cursors.
+      for (const stepS of [0, 7]) {
+        t.clock.set((TEST_NOW_S + v * STEP_S + stepS) * 1000);
+        const nowMs = t.clock.nowMs();
+        for (const from of held) {
+          const q = from.query;
+          const res = await fetch(`${t.base}/api?key=${TEST_KEY}&${withSince(q, from.cursor)}`, { headers: { 'accept-encoding': compared % 3 === 0 ? 'br' : 'identity' } });
+          // fetch decodes what it asked to be encoded.
+          const body = await res.text();
+          if (res.headers.get('content-encoding') === 'br') compressed++;
+          checkChangeSet(q, from, v, nowMs, res, body);
+          assertDocumented(withSince(q, from.cursor), res, body);
+          compared++;
+          if (body.length > 150) nonEmpty++;
+        }
+        const rand = seeded(v * 10 + stepS);
+        for (const q of queries) {
+          const res = await t.api(q);
+          const body = await res.text();
+          const cursor = res.headers.get('list-cursor');
+          assert.ok(cursor, `a full list carries List-Cursor: ?${q}`);
+          assert.match(cursor!, /^[0-9A-Za-z_.-]{1,64}$/);
+          assert.is(body, engines[v].answer(`key=x&${q}`, nowMs).body, `full list ?${q}`);
+          // Keep a few cursors of each moment, from every query over time.
+          if (rand() < 0.1) held.push({ query: q, version: v, atMs: nowMs, cursor: cursor! });
+        }
+      }
+    }
+    assert.ok(compared > 60, `${compared} change sets compared`);
+    assert.ok(nonEmpty > compared / 3, `${nonEmpty} of ${compared} change sets had changes`);
+    assert.ok(compressed > 10, `${compressed} change sets came compressed`);
+  });
+
+  test.run();
+}
+
+async function publish(t: TestServer, v: number): Promise<void> {
+  const ok = t.server.feed.reloadsOk;
+  writeFileAtomic(t.snapshot, files[v]);
+  await eventually(() => t.server.feed.reloadsOk === ok + 1, 10_000, `version ${v} to load`);
+}
+
+const edges = serverSuite('change sets: resets, errors and cursors', () => ({ snapshot: files[0] }));
+
+edges('a cursor the instance does not know gets a reset: the whole list, marked', async ({ t }) => {
+  const first = await t.api('get=json&time=300');
+  const cursor = first.headers.get('list-cursor')!;
+  await publish(t, 1);
+  t.clock.set((TEST_NOW_S + STEP_S) * 1000);
+  // Another instance that started on the newer snapshot has never seen the cursor's.
+  const other = await startTestServer({ snapshot: files[1], clock: t.clock });
+  try {
+    for (const q of ['get=json&time=300', 'time=300']) {
+      const res = await other.api(withSince(q, cursor));
+      const body = await res.text();
+      assert.is(res.status, 200, body);
+      assert.is(res.headers.get('list-reset'), '1');
+      const want = engines[1].changeSet([engines[1]], q, 0, t.clock.nowMs(), res.headers.get('list-cursor')!, true);
+      assert.is(body, want.body);
+    }
+    // The same query at the same second, from two instances with the same snapshot: the same cursor.
+    const a = (await t.api('get=json&type=socks5')).headers.get('list-cursor');
+    const b = (await other.api('get=json&type=socks5')).headers.get('list-cursor');
+    assert.is(a, b);
+    assert.is(JSON.parse(await (await other.api(withSince('get=json&time=300', cursor))).text()).reset, true);
+  } finally {
+    await other.close();
+  }
+});
+
+edges('a cursor since which more keys left than the snapshot holds gets a reset, not a change set larger than the list', async ({ t }) => {
+  const cursor = (await t.api('time=99999')).headers.get('list-cursor')!;
+  // Two snapshots that share nothing with the one before: every key leaves twice.
+  for (const seed of [901, 902]) {
+    const ok = t.server.feed.reloadsOk;
+    writeFileAtomic(t.snapshot, encodeSnapshot(generateRecords({ records: RECORDS, seed, now: TEST_NOW_S }), TEST_NOW_S + seed));
+    await eventually(() => t.server.feed.reloadsOk === ok + 1, 10_000, `snapshot ${seed}`);
+  }
+  const res = await t.api(withSince('time=99999', cursor));
+  const body = await res.text();
+  assert.is(res.headers.get('list-reset'), '1');
+  assert.is(body, (await (await t.api('time=99999&type_prefix=1')).text()).replace(/^/gm, '+').replace(/\+$/, ''));
+});
+
+edges('errors: a malformed cursor, one for other filters, and parameters a change set cannot have', async ({ t }) => {
+  const cursor = (await t.api('type=http&time=300')).headers.get('list-cursor')!;
+  // The order of a list's items, and the output, are not the selection.
+  assert.is((await t.api(withSince('time=300&type=HTTP&get=json', cursor))).status, 200);
+  const cases: Array<[string, RegExp]> = [
+    [withSince('type=http&time=300', 'not-a-cursor!'), /^Error: Invalid since "not-a-cursor!"/],
+    [withSince('type=http&time=301', cursor), /^Error: The cursor was issued for other filters$/],
+    [withSince('type=http', cursor), /^Error: The cursor was issued for other filters$/],
+    [withSince('type=http&time=300&count=5', cursor), /^Error: .*since.*count/],
+    [withSince('type=http&time=300&offset=1', cursor), /^Error: .*since.*offset/],
+    [withSince('type=http&time=300&sort=random', cursor), /^Error: .*since.*sort=random/],
+    [withSince('type=http&time=300&get=stats', cursor), /^Error: .*since.*get=stats/],
+  ];
+  for (const [q, message] of cases) {
+    const res = await t.api(q);
+    const body = await res.text();
+    assert.is(res.status, 400, `?${q}: ${body}`);
+    assert.match(body, message);
+    assert.is(res.headers.get('cache-control'), 'no-store');
+  }
+  // Answers that are not a whole list carry no cursor.
+  for (const q of ['count=5', 'offset=2', 'sort=random', 'get=stats']) assert.is((await t.api(q)).headers.get('list-cursor'), null, q);
+});
+
+edges.run();
+
+const waiting = serverSuite('change sets with wait', () => ({ snapshot: files[0] }));
+
+waiting('a change set with wait is held while it is empty, and answered within a second of the next snapshot', async ({ t }) => {
+  const cursor = (await t.api('get=json&pretty=0')).headers.get('list-cursor')!;
+  const started = Date.now();
+  const pending = fetch(`${t.base}/api?key=${TEST_KEY}&get=json&pretty=0&wait=30&since=${cursor}`);
+  const pendingTxt = fetch(`${t.base}/api?key=${TEST_KEY}&wait=30&since=${(await t.api('')).headers.get('list-cursor')}`);
+  await eventually(() => t.server.waiters.count === 2, 5000, 'two held requests');
+  await new Promise((r) => setTimeout(r, 300));
+  assert.is(t.server.waiters.count, 2, 'still held: nothing changed');
+  const loadedAt = Date.now();
+  await publish(t, 1);
+  const res = await pending;
+  const answeredAt = Date.now();
+  assert.ok(answeredAt - loadedAt < 1500, `answered ${answeredAt - loadedAt} ms after the publish`);
+  assert.ok(answeredAt - started > 300);
+  const set = JSON.parse(await res.text()) as { upsert: Record<string, unknown>; remove: string[]; reset: boolean };
+  assert.is(set.reset, false);
+  assert.ok(Object.keys(set.upsert).length + set.remove.length > 0, 'the change set is not empty');
+  assert.ok((await (await pendingTxt).text()).length > 0);
+
+  // Wait running out: 200, the empty change set, and the current cursor.
+  const now = (await t.api('get=json&pretty=0')).headers.get('list-cursor')!;
+  const t0 = Date.now();
+  const empty = await fetch(`${t.base}/api?key=${TEST_KEY}&get=json&pretty=0&wait=1&since=${now}`);
+  assert.ok(Date.now() - t0 >= 900, 'held for the wait');
+  assert.is(empty.status, 200);
+  const emptySet = JSON.parse(await empty.text()) as { cursor: string; upsert: object; remove: string[] };
+  assert.equal([emptySet.upsert, emptySet.remove], [{}, []]);
+  assert.is(emptySet.cursor, empty.headers.get('list-cursor'));
+});
+
+waiting.run();
