@@ -95,7 +95,8 @@ async function inProcess(): Promise<Record<string, unknown>> {
   const scratch = new QueryScratch();
   const full = plan(query, store);
   const end = store.prefixEnd(nowS - full.time);
-  const fullWriter = new BodyWriter(store, full, scratch.rows, execute(store, full, end, scratch), nowS * 1000);
+  const n = execute(store, full, end, scratch);
+  const fullWriter = new BodyWriter(store, full, scratch.rows, n, nowS * 1000);
   const fullBytes = fullWriter.frameLength() + fullWriter.rowsLength(0, fullWriter.n);
   const since = plan(`${query}&since=${cursor}`, store);
   const out = new OutputBuffer();

@@ -39,8 +39,9 @@ interface Group {
   key: string;
   /** Held for a change set: a request whose wait runs out gets the (empty) change set, not a 304. */
   changes: boolean;
-  /** A change set's group: the second at which its change set was last found empty on `store`. */
+  /** A change set's group: the second at which its change set was last found empty on `store`, and the end of its window then. */
   second: number;
+  end: number;
   memo: MemoEntry;
   plan: Plan;
   store: Store;
@@ -106,7 +107,7 @@ export class Waiters {
   private join(ex: Exchange, key: string, changes: boolean, memo: MemoEntry, selection: Selection, tag: string, encoding: Encoding | null, rate: Headers): void {
     const { plan, store, etag } = selection;
     let group = this.groups.get(key);
-    if (!group) this.groups.set(key, (group = { key, changes, second: Math.floor(selection.nowMs / 1000), memo, plan, store, tag, members: new Set() }));
+    if (!group) this.groups.set(key, (group = { key, changes, second: Math.floor(selection.nowMs / 1000), end: selection.end, memo, plan, store, tag, members: new Set() }));
     const held: Held = { ex, group, encoding, rate, etag, deadlineMs: performance.now() + plan.wait! * 1000, done: false };
     group.members.add(held);
     this.byWait[plan.wait!].push(held);
@@ -164,19 +165,21 @@ export class Waiters {
           continue;
         }
         const plan = parsed.plan;
+        const end = windowEnd(store, plan, nowMs);
         if (group.changes) {
-          const selection = this.answers.select(store, plan, nowMs);
-          const changes = this.answers.changes(selection);
-          // Worked out once for every request of the group; kept, since each content coding's body reads it.
-          if (!isEmpty(changes)) this.wake(group, selection, { ...changes, rows: changes.rows.slice(0, changes.n) });
-          else {
-            group.store = store;
-            group.plan = plan;
-            group.second = Math.floor(nowMs / 1000);
+          // A change set depends on the store and the window's end alone (the cursor is fixed): while both stay, it stays empty.
+          if (group.store !== store || group.end !== end) {
+            const selection = this.answers.select(store, plan, nowMs, end);
+            const changes = this.answers.changes(selection);
+            // Worked out once for every request of the group; kept, since each content coding's body reads it.
+            if (!isEmpty(changes)) {
+              this.wake(group, selection, { ...changes, rows: changes.rows.slice(0, changes.n) });
+              continue;
+            }
           }
+          Object.assign(group, { store, plan, end, second: Math.floor(nowMs / 1000) });
           continue;
         }
-        const end = windowEnd(store, plan, nowMs);
         if (this.answers.tagger.selectionTag(store, plan, end, Math.floor(nowMs / 1000)) !== group.tag) this.wake(group, this.answers.select(store, plan, nowMs, end));
         else {
           // The same answer, perhaps from a new snapshot of the same content: its 304 names that one.

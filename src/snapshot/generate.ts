@@ -126,7 +126,7 @@ export function evolveRecords(records: readonly SnapshotRecord[], o: EvolveOptio
   const out: SnapshotRecord[] = [];
   for (const r of records) {
     const x = rand();
-    if (x >= o.share) out.push(r);
+    if (x >= (o.share * 2) / 3) out.push(r);
     else if (x < o.share / 3) continue;
     else {
       const next: SnapshotRecord = { ...r, checked_at: o.now - Math.floor(rand() * 600) };

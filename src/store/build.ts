@@ -133,9 +133,73 @@ function family(arena: ColumnArena, count: number, bits: number): BitsetFamily {
   return { words, data: arena.u32(Math.max(1, count * words)) };
 }
 
+/** One round of MurmurHash3's 32-bit mixing: `h` after the word `k`. */
+function mix(h: number, k: number): number {
+  k = Math.imul(k, 0xcc9e2d51);
+  k = Math.imul((k << 15) | (k >>> 17), 0x1b873593);
+  h ^= k;
+  h = (h << 13) | (h >>> 19);
+  return (Math.imul(h, 5) + 0xe6546b64) | 0;
+}
+
+function finish(h: number): number {
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/** The two seeds of a print's halves. */
+const SEEDS = [0x9747b28c, 0x5bd1e995];
+
+/** Two 32-bit hashes of each string, one per seed, at 2i and 2i + 1. */
+function stringPrints(strings: readonly string[]): Uint32Array {
+  const out = new Uint32Array(strings.length * 2);
+  strings.forEach((s, i) => {
+    for (let half = 0; half < 2; half++) {
+      let h = SEEDS[half];
+      for (let k = 0; k < s.length; k++) h = mix(h, s.charCodeAt(k));
+      out[i * 2 + half] = finish(mix(h, s.length));
+    }
+  });
+  return out;
+}
+
+/**
+ * A 64-bit print of each record's shown values other than its key (anon,
+ * works, services, ip_out, checked_at, ping, country, city), as two 32-bit
+ * hashes with independent seeds: the history compares prints, not values,
+ * to tell a record that changed between two snapshots. Countries and cities
+ * enter by name, pings and times by value: ids and ranks differ between
+ * snapshots. Two different records share a print with a chance of 2^-64.
+ */
+function recordPrints(x: RecordColumns, m: number, pingValues: Float64Array, times: Uint32Array, countries: readonly string[], cities: ReadonlyArray<{ ru: string; en: string }>): Uint32Array {
+  const countryPrints = stringPrints(countries);
+  const cityPrints = stringPrints(cities.map((c) => `${c.ru}\0${c.en}`));
+  const pingBits = new Uint32Array(new Float64Array(pingValues).buffer);
+  const prints = new Uint32Array(mappedBuffer(m * 8));
+  for (let v = 0; v < m; v++) {
+    const ping = x.pingRank[v] * 2;
+    const country = x.country[v] * 2;
+    const city = x.city[v] * 2;
+    for (let half = 0; half < 2; half++) {
+      let h = SEEDS[half];
+      h = mix(h, x.anon[v] | (x.works[v] << 8));
+      h = mix(h, x.services[v]);
+      h = mix(h, x.ipOut[v]);
+      h = mix(h, times[x.timeRank[v]]);
+      h = mix(h, pingBits[ping]);
+      h = mix(h, pingBits[ping + 1]);
+      h = mix(h, countryPrints[country + half]);
+      h = mix(h, cityPrints[city + half]);
+      prints[v * 2 + half] = finish(h);
+    }
+  }
+  return prints;
+}
+
 /** Bytes of the derived columns of `rows` rows (see buildStore), with room for each column's alignment. */
 function derivedBytes(rows: number, sets: number, cities: number): number {
-  const perRow = 4 * 4 + (MAX_LINE_BYTES + 4) + 1 + 4;
+  const perRow = 4 * 4 + (MAX_LINE_BYTES + 4) + 1 + 4 + 8;
   return rows * perRow + sets * Math.max(1, wordsFor(rows)) * 4 + (cities + 1) * 4 + 2 * READ_SLACK + 20 * 8;
 }
 
@@ -194,6 +258,8 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   const arena = new ColumnArena(derivedBytes(rows, TYPES.length + ANONS.length + countries.length + services.length, records.cities.length));
   const byAddress = arena.u32(rows);
   const addrId = arena.u32(rows);
+  const prints = recordPrints(x, m, pingValues, times, countries, records.cities);
+  const addrPrint = arena.u32(rows * 2);
   // kept is ordered by ip, port, type; the columns are still in record order.
   let addrCount = 0;
   for (let j = 0; j < rows; j++) {
@@ -202,6 +268,8 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
     if (p < 0 || x.ip[p] !== x.ip[v] || x.port[p] !== x.port[v]) addrCount++;
     const r = (byAddress[j] = rowOf[v]);
     addrId[r] = addrCount - 1;
+    addrPrint[j * 2] = prints[v * 2];
+    addrPrint[j * 2 + 1] = prints[v * 2 + 1];
   }
 
   // The kept columns into row order, through a lane that is free again.
@@ -264,7 +332,7 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   times.forEach((t, k) => writeAscii(timecheck, k * 19, formatTimecheck(t)));
 
   const columns: StoreColumns = {
-    ...c, pingValues, times, addrId, addrCount, byAddress, byPing, byWorks, lines, ipLen, pingText, timecheck,
+    ...c, pingValues, times, addrId, addrCount, byAddress, addrPrint, byPing, byWorks, lines, ipLen, pingText, timecheck,
     typeBits, anonBits, countryBits, serviceBits, cityStart, cityRows,
     cityJsonRu: packStrings(records.cities.map((k) => JSON.stringify(k.ru))),
     cityJsonEn: packStrings(records.cities.map((k) => JSON.stringify(k.en))),

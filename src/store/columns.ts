@@ -46,6 +46,8 @@ export interface StoreColumns {
   addrCount: number;
   /** Row ids ordered by ip, port, type: the `ip` filter binary-searches it. */
   byAddress: Uint32Array;
+  /** Per position of byAddress, two 32-bit hashes of the record's shown values: the history compares them (store/history.ts). */
+  addrPrint: Uint32Array;
   /** Rows by ping ascending, and by works descending; ties in row order (README, Parameters). */
   byPing: Uint32Array;
   byWorks: Uint32Array;
@@ -90,7 +92,7 @@ export interface StoreMeta {
 export function transferables(c: StoreColumns): ArrayBuffer[] {
   const views: ArrayBufferView[] = [
     c.ip, c.port, c.type, c.anon, c.works, c.pingRank, c.pingValues, c.timeRank, c.times, c.ipOut, c.country, c.city, c.services,
-    c.addrId, c.byAddress, c.byPing, c.byWorks, c.lines.bytes, c.lines.off, c.ipLen, c.pingText.bytes, c.pingText.off, c.timecheck,
+    c.addrId, c.byAddress, c.addrPrint, c.byPing, c.byWorks, c.lines.bytes, c.lines.off, c.ipLen, c.pingText.bytes, c.pingText.off, c.timecheck,
     c.typeBits.data, c.anonBits.data, c.countryBits.data, c.serviceBits.data, c.cityStart, c.cityRows,
     c.cityJsonRu.bytes, c.cityJsonRu.off, c.cityJsonEn.bytes, c.cityJsonEn.off,
   ];

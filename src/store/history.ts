@@ -28,7 +28,7 @@ export const keyType = (key: number): number => key % 4;
 /**
  * What a store remembers of the snapshots before it (README, Changes since a
  * cursor): per row, the snapshot since which its record is the same (4
- * bytes a row), and the snapshots of the last --history-s seconds with the
+ * bytes a row, beside the 8 of the record's print in the columns), and the snapshots of the last --history-s seconds with the
  * keys each one dropped. Immutable: each store has its own, sharing the
  * logs of the keys that left with the one before it.
  */
@@ -89,7 +89,7 @@ export async function carryHistory(prev: HistorySource | null, c: StoreColumns, 
     return startHistory(c.rows, meta, seq, nowMs);
   }
   const changedAt = new Uint32Array(c.rows);
-  const left = await mergeRows(prev, c, meta, changedAt, sameSnapshot ? last.seq : seq);
+  const left = await mergeRows(prev, c, changedAt, sameSnapshot ? last.seq : seq);
   const kept = prev.history.snapshots.filter((_, i, all) => i === all.length - 1 || all[i + 1].loadedAtMs >= nowMs - historyMs);
   // The oldest one kept is where change sets start from: what left before it is never read.
   if (kept.length > 0 && kept[0].left.length > 0) kept[0] = { ...kept[0], left: NOTHING_LEFT };
@@ -97,60 +97,71 @@ export async function carryHistory(prev: HistorySource | null, c: StoreColumns, 
   return new History(changedAt, [...kept, { generatedAt: meta.generatedAt, content, seq, loadedAtMs: nowMs, left }]);
 }
 
+/** The walk along both address orders, between slices. */
+interface Merge {
+  p: StoreColumns;
+  c: StoreColumns;
+  prevChanged: Uint32Array;
+  changedAt: Uint32Array;
+  seq: number;
+  /** The next position in each address order. */
+  i: number;
+  j: number;
+  left: Float64Array;
+  leftCount: number;
+}
+
 /**
  * Merges the rows of `prev` and of the new columns along their address
  * orders (ip, port, type ascending in both): fills `changedAt` and returns
- * the keys of `prev` the new store has not. A record is the same when
- * every value an answer shows is: countries and cities are compared by
- * name, since their ids differ between stores.
+ * the keys of `prev` the new store has not. A record is the same when the
+ * prints of its shown values are (`addrPrint`, made by the build in address
+ * order, so both are read in sequence).
  */
-async function mergeRows(prev: HistorySource, c: StoreColumns, meta: StoreMeta, changedAt: Uint32Array, seq: number): Promise<Float64Array> {
-  const p = prev.c;
-  const countryOf = idMap(prev.meta.countries, meta.countries, (code) => code);
-  const cityOf = idMap(prev.meta.cities, meta.cities, (city) => `${city.ru}\0${city.en}`);
-  const pKeys = p.byAddress;
-  const nKeys = c.byAddress;
-  const prevChanged = prev.history.changedAt;
-  let left = new Float64Array(1024);
-  let leftCount = 0;
-  const leave = (r: number): void => {
-    if (leftCount === left.length) {
-      const grown = new Float64Array(left.length * 2);
-      grown.set(left);
-      left = grown;
-    }
-    left[leftCount++] = packKey(p.ip[r], p.port[r], p.type[r]);
-  };
-  let i = 0;
-  let j = 0;
-  while (j < nKeys.length) {
-    const stop = Math.min(nKeys.length, j + MERGE_SLICE_ROWS);
-    for (; j < stop; j++) {
-      const rn = nKeys[j];
-      const key = packKey(c.ip[rn], c.port[rn], c.type[rn]);
-      while (i < pKeys.length && packKey(p.ip[pKeys[i]], p.port[pKeys[i]], p.type[pKeys[i]]) < key) leave(pKeys[i++]);
-      let since = seq;
-      if (i < pKeys.length) {
-        const ro = pKeys[i];
-        if (packKey(p.ip[ro], p.port[ro], p.type[ro]) === key) {
-          i++;
-          if (
-            p.anon[ro] === c.anon[rn] && p.works[ro] === c.works[rn] && p.services[ro] === c.services[rn] && p.ipOut[ro] === c.ipOut[rn] &&
-            p.times[p.timeRank[ro]] === c.times[c.timeRank[rn]] && p.pingValues[p.pingRank[ro]] === c.pingValues[c.pingRank[rn]] &&
-            countryOf[p.country[ro]] === c.country[rn] && cityOf[p.city[ro]] === c.city[rn]
-          ) since = prevChanged[ro];
-        }
-      }
-      changedAt[rn] = since;
-    }
-    if (j < nKeys.length) await new Promise((resolve) => setImmediate(resolve));
+async function mergeRows(prev: HistorySource, c: StoreColumns, changedAt: Uint32Array, seq: number): Promise<Float64Array> {
+  const m: Merge = { p: prev.c, c, changedAt, seq, i: 0, j: 0, left: new Float64Array(1024), leftCount: 0, prevChanged: prev.history.changedAt };
+  const rows = c.byAddress.length;
+  while (m.j < rows) {
+    mergeSlice(m, Math.min(rows, m.j + MERGE_SLICE_ROWS));
+    if (m.j < rows) await new Promise((resolve) => setImmediate(resolve));
   }
-  while (i < pKeys.length) leave(pKeys[i++]);
-  return left.slice(0, leftCount);
+  while (m.i < m.p.byAddress.length) leave(m, m.p.byAddress[m.i++]);
+  return m.left.slice(0, m.leftCount);
 }
 
-/** Per id in `from`, the id of the same name in `to`, or -1. */
-function idMap<T>(from: readonly T[], to: readonly T[], name: (t: T) => string): Int32Array {
-  const ids = new Map(to.map((t, id) => [name(t), id]));
-  return Int32Array.from(from, (t) => ids.get(name(t)) ?? -1);
+/** The merge up to position `stop` of the new store's address order. */
+function mergeSlice(m: Merge, stop: number): void {
+  const { p, c, prevChanged, changedAt, seq } = m;
+  const { byAddress: pKeys, ip: pIp, port: pPort, type: pType, addrPrint: pPrint } = p;
+  const { byAddress: nKeys, ip: cIp, port: cPort, type: cType, addrPrint: cPrint } = c;
+  const ends = pKeys.length;
+  const keyAt = (i: number): number => (i < ends ? packKey(pIp[pKeys[i]], pPort[pKeys[i]], pType[pKeys[i]]) : Infinity);
+  let i = m.i;
+  let prevKey = keyAt(i);
+  for (let j = m.j; j < stop; j++) {
+    const rn = nKeys[j];
+    const key = packKey(cIp[rn], cPort[rn], cType[rn]);
+    while (prevKey < key) {
+      leave(m, pKeys[i++]);
+      prevKey = keyAt(i);
+    }
+    let since = seq;
+    if (prevKey === key) {
+      if (pPrint[i * 2] === cPrint[j * 2] && pPrint[i * 2 + 1] === cPrint[j * 2 + 1]) since = prevChanged[pKeys[i]];
+      prevKey = keyAt(++i);
+    }
+    changedAt[rn] = since;
+  }
+  m.i = i;
+  m.j = stop;
+}
+
+/** Logs the key of `prev`'s row `r`, which the new store has not. */
+function leave(m: Merge, r: number): void {
+  if (m.leftCount === m.left.length) {
+    const grown = new Float64Array(m.left.length * 2);
+    grown.set(m.left);
+    m.left = grown;
+  }
+  m.left[m.leftCount++] = packKey(m.p.ip[r], m.p.port[r], m.p.type[r]);
 }

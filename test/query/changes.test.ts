@@ -1,4 +1,6 @@
+import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { textOrderKey } from '../../src/query/changes.js';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import type { SnapshotRecord } from '../../src/snapshot/format.js';
 import { encodeSnapshot, evolveRecords, generateRecords } from '../../src/snapshot/generate.js';
@@ -236,3 +238,23 @@ waiting('a change set with wait is held while it is empty, and answered within a
 });
 
 waiting.run();
+
+const order = suite('change sets: the order of removes');
+
+order('keys given by numbers sort exactly as their texts do', () => {
+  const rand = seeded(5);
+  const TYPES = ['http', 'https', 'socks4', 'socks5'];
+  // Octets and ports of every length, and ones that share prefixes (1, 10, 100, 19, 199).
+  const octet = () => [0, 1, 9, 10, 19, 100, 199, 2, 25, 255, 3][Math.floor(rand() * 11)] ?? 0;
+  const keys = Array.from({ length: 20_000 }, () => {
+    const ip = rand() < 0.5 ? ((octet() << 24) | (octet() << 16) | (octet() << 8) | octet()) >>> 0 : Math.floor(rand() * 2 ** 32);
+    const port = rand() < 0.5 ? [1, 8, 80, 8080, 808, 65535, 6553, 9][Math.floor(rand() * 8)] : 1 + Math.floor(rand() * 65535);
+    const type = Math.floor(rand() * 4);
+    return { text: `${TYPES[type]}://${ip >>> 24}.${(ip >>> 16) & 255}.${(ip >>> 8) & 255}.${ip & 255}:${port}`, order: textOrderKey(type, ip, port) };
+  });
+  const byText = [...keys].sort((a, b) => (a.text < b.text ? -1 : a.text > b.text ? 1 : 0)).map((k) => k.text);
+  const byNumber = [...keys].sort((a, b) => a.order - b.order).map((k) => k.text);
+  assert.equal(byNumber, byText);
+});
+
+order.run();
