@@ -90,11 +90,24 @@ export async function carryHistory(prev: HistorySource | null, c: StoreColumns, 
   }
   const changedAt = new Uint32Array(c.rows);
   const left = await mergeRows(prev, c, changedAt, sameSnapshot ? last.seq : seq);
-  const kept = prev.history.snapshots.filter((_, i, all) => i === all.length - 1 || all[i + 1].loadedAtMs >= nowMs - historyMs);
-  // The oldest one kept is where change sets start from: what left before it is never read.
-  if (kept.length > 0 && kept[0].left.length > 0) kept[0] = { ...kept[0], left: NOTHING_LEFT };
-  if (sameSnapshot) return new History(changedAt, kept);
-  return new History(changedAt, [...kept, { generatedAt: meta.generatedAt, content, seq, loadedAtMs: nowMs, left }]);
+  const recent = prev.history.snapshots.filter((_, i, all) => i === all.length - 1 || all[i + 1].loadedAtMs >= nowMs - historyMs);
+  return new History(changedAt, usable(sameSnapshot ? recent : [...recent, { generatedAt: meta.generatedAt, content, seq, loadedAtMs: nowMs, left }], c.rows));
+}
+
+/**
+ * The snapshots a change set can start from: those since which no more keys
+ * left than the store has records (from an older one, the whole list is
+ * the smaller answer: see query/changes.ts). So the logs of keys that left
+ * hold fewer keys than twice the records, however often the list turns
+ * over. What left before the oldest one kept is never read.
+ */
+function usable(snapshots: RememberedSnapshot[], rows: number): RememberedSnapshot[] {
+  let first = snapshots.length - 1;
+  let left = 0;
+  while (first > 0 && left + snapshots[first].left.length <= rows) left += snapshots[first--].left.length;
+  const kept = snapshots.slice(first);
+  if (kept[0].left.length > 0) kept[0] = { ...kept[0], left: NOTHING_LEFT };
+  return kept;
 }
 
 /** The walk along both address orders, between slices. */
