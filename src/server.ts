@@ -23,7 +23,7 @@ import { uwsBuild } from './http/uws.js';
 import { Tagger } from './query/etag.js';
 import { QueryMemo } from './query/query-memo.js';
 import { QueryScratch } from './query/scratch.js';
-import { DEFAULT_SNAPSHOT_MAX_MB, SnapshotOrigin } from './snapshot/origin.js';
+import { DEFAULT_SNAPSHOT_MAX_MB, Origin } from './core/origin.js';
 import { DEFAULT_HISTORY_S, SnapshotFeed } from './snapshot/snapshot-feed.js';
 
 export interface ServeOptions {
@@ -49,6 +49,8 @@ export interface ServeOptions {
   limiterFallback?: 'deny' | 'memory';
   /** Seconds between conditional GETs of an http(s) snapshot. */
   snapshotPollS?: number;
+  /** Seconds between conditional GETs of an http(s) keys file. */
+  keysPollS?: number;
   /** The largest snapshot downloaded from an http(s) origin. */
   snapshotMaxBytes?: number;
   /** Options given on the command line with credentials or tokens in them (to be warned of). */
@@ -68,6 +70,10 @@ export const DEFAULT_METRICS_ALLOW = ['127.0.0.0/8', '::1'];
 const DRAIN_LIMIT_MS = 10_000;
 export const DEFAULT_DRAIN_S = 5;
 export const DEFAULT_SNAPSHOT_POLL_S = 2;
+export const DEFAULT_KEYS_POLL_S = 2;
+/** The largest keys file downloaded from an origin: a million keys by hash take about 100 MB. */
+const KEYS_MAX_BYTES = 256 * 1024 * 1024;
+const isUrl = (s: string): boolean => /^https?:\/\//i.test(s);
 
 export interface RunningServer {
   port: number;
@@ -96,12 +102,16 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const log = o.log ?? createLogger(o.logLevel);
   // The build of uWebSockets.js; refuses at once to run on a slow fallback.
   const build = uwsBuild();
-  // A snapshot at an http(s) origin is downloaded into a folder of its own and followed there like a local file.
-  const originDir = /^https?:\/\//i.test(o.snapshot) ? mkdtempSync(join(tmpdir(), 'proxylist-origin-')) : null;
-  const snapshotPath = originDir ? join(originDir, 'snapshot.msgpack') : o.snapshot;
-  const origin = originDir ? new SnapshotOrigin(o.snapshot, snapshotPath, o.snapshotPollS ?? DEFAULT_SNAPSHOT_POLL_S, o.snapshotMaxBytes ?? DEFAULT_SNAPSHOT_MAX_MB * 1024 * 1024, log) : null;
+  // A snapshot or keys file at an http(s) origin is downloaded into a folder of its own and followed there like a local file.
+  const originDir = isUrl(o.snapshot) || isUrl(o.keys) ? mkdtempSync(join(tmpdir(), 'proxylist-origin-')) : null;
+  const snapshotPath = isUrl(o.snapshot) ? join(originDir!, 'snapshot.msgpack') : o.snapshot;
+  const keysPath = isUrl(o.keys) ? join(originDir!, 'keys.json') : o.keys;
+  const origin = isUrl(o.snapshot)
+    ? new Origin(o.snapshot, snapshotPath, o.snapshotPollS ?? DEFAULT_SNAPSHOT_POLL_S, o.snapshotMaxBytes ?? DEFAULT_SNAPSHOT_MAX_MB * 1024 * 1024, { name: 'snapshot', maxBytesSaid: '--snapshot-max-mb' }, log)
+    : null;
+  const keysOrigin = isUrl(o.keys) ? new Origin(o.keys, keysPath, o.keysPollS ?? DEFAULT_KEYS_POLL_S, KEYS_MAX_BYTES, { name: 'keys', maxBytesSaid: 'MB' }, log) : null;
   const feed = new SnapshotFeed(snapshotPath, clock, log, o.historyS ?? DEFAULT_HISTORY_S, o.follow);
-  const keys = new KeysFeed(o.keys, log, o.follow);
+  const keys = new KeysFeed(keysPath, keysOrigin?.url ?? keysPath, log, o.follow);
   const cache = new ResponseCache(o.cacheBytes ?? DEFAULT_CACHE_BYTES);
   feed.onSwap(() => cache.clear());
   let trustProxy: AddressSet;
@@ -139,7 +149,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     memory.prune(clock.nowMs(), clock.monotonicMs(), longestWindowS * 1000);
   }, 3600_000);
   pruner.unref();
-  const life: Lifecycle = { draining: false, limiter: redis, origin, listener: null };
+  const life: Lifecycle = { draining: false, limiter: redis, origin, keysOrigin, listener: null };
   const metrics = new Metrics(feed, keys, cache, bodies, sender, waiters, life, clock);
   const app = createApp({ clock, feed, keys, limiter, trustProxy, queries, answers, waiters, sender, log, metrics, metricsAllow, life, accessLog: o.accessLog ?? false });
 
@@ -147,8 +157,12 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   let port: number;
   try {
     // Keys that cannot be read at start stop the server, as a bad config stops nginx: it would answer 401 to everyone. A later bad edit keeps the keys in force.
+    if (keysOrigin) {
+      await keysOrigin.pollNow();
+      if (keysOrigin.lastError !== null) throw new CodedError('E_KEYS_INVALID', keysOrigin.lastError);
+    }
     await keys.start();
-    if (keys.lastError !== null) throw new CodedError('E_KEYS_INVALID', keys.lastError.replace(/^keys file /, `keys file ${keys.path} `));
+    if (keys.lastError !== null) throw new CodedError('E_KEYS_INVALID', keys.lastError.replace(/^keys file /, `keys file ${keys.source} `));
     port = await listener.start(o.port);
   } catch (err) {
     await keys.close();
@@ -158,13 +172,14 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   }
   log.info({ event: 'uws_loaded', build: build.label, passed_over: build.passedOver }, `${build.label} loaded${build.passedOver.length ? ` (passed over: ${build.passedOver.join('; ')})` : ''}`);
   for (const flag of o.secretFlags ?? []) {
-    log.warn({ event: 'secret_on_command_line', option: flag }, `--${flag} carries a password or token on the command line, where ps shows it to every user: set ${flag === 'limiter' ? 'PROXYLIST_LIMITER' : 'PROXYLIST_SNAPSHOT'} instead`);
+    log.warn({ event: 'secret_on_command_line', option: flag }, `--${flag} carries a password or token on the command line, where ps shows it to every user: set PROXYLIST_${flag.toUpperCase()} instead`);
   }
   redis?.start();
   const firstLoad = feed.start();
   origin?.start();
+  keysOrigin?.start();
   log.info(
-    { event: 'listening', host: o.host, port, snapshot: origin ? origin.url : feed.path, keys: o.keys, state: o.state ?? null, trust_proxy: o.trustProxy ?? [], cache_bytes: o.cacheBytes ?? DEFAULT_CACHE_BYTES, bodies_bytes: o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES },
+    { event: 'listening', host: o.host, port, snapshot: origin ? origin.url : feed.path, keys: keys.source, state: o.state ?? null, trust_proxy: o.trustProxy ?? [], cache_bytes: o.cacheBytes ?? DEFAULT_CACHE_BYTES, bodies_bytes: o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES },
     `listening on ${o.host}:${port}`,
   );
 
@@ -184,7 +199,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       const deadline = Date.now() + DRAIN_LIMIT_MS;
       while ((sender.pendingCount > 0 || bodies.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       await firstLoad.catch(() => undefined);
-      await Promise.all([feed.close(), keys.close(), origin?.close()]);
+      await Promise.all([feed.close(), keys.close(), origin?.close(), keysOrigin?.close()]);
       if (originDir) rmSync(originDir, { recursive: true, force: true });
       clearInterval(pruner);
       sender.abandonAll();

@@ -5,15 +5,19 @@ import type { Logger } from '../core/log.js';
 import { KeyTable } from './keys.js';
 
 /**
- * The keys file, followed like the snapshot. An invalid version is rejected
- * whole and the keys in force stay; an edit takes effect within the poll
- * interval at worst (1 s by default), without a restart.
+ * The keys file, followed like the snapshot (a file downloaded from an
+ * origin is followed where it is downloaded to). An invalid version is
+ * rejected whole and the keys in force stay; an edit takes effect within the
+ * poll interval at worst (1 s by default), without a restart.
  */
 export class KeysFeed extends FollowedFile {
   table: KeyTable = KeyTable.empty();
   lastError: string | null = null;
+  /** When the keys in force were loaded (ms since the epoch); null before. */
+  loadedAtMs: number | null = null;
 
-  constructor(path: string, private readonly log: Logger, options?: FollowOptions) {
+  /** `source`: where the keys come from, as shown (the file, or the origin's URL). */
+  constructor(path: string, readonly source: string, private readonly log: Logger, options?: FollowOptions) {
     super(path, options);
   }
 
@@ -21,19 +25,20 @@ export class KeysFeed extends FollowedFile {
     try {
       this.table = KeyTable.parse(readFileSync(path, 'utf8'));
       this.lastError = null;
-      this.log.info({ event: 'keys_loaded', file: path, keys: this.table.entries.size }, 'keys loaded');
+      this.loadedAtMs = Date.now();
+      this.log.info({ event: 'keys_loaded', file: this.source, keys: this.table.entries.size }, 'keys loaded');
       // Keys in plain text that any user of the host may read: the operator is told (`sha256` entries hold no secret).
       if (this.table.plainKeys > 0 && (statSync(path).mode & 0o004) !== 0) {
-        this.log.warn({ event: 'keys_file_readable', file: path, plain_keys: this.table.plainKeys }, `the keys file holds ${this.table.plainKeys} keys in plain text and every user of the host may read it: chmod o-r it, or list the keys by sha256`);
+        this.log.warn({ event: 'keys_file_readable', file: this.source, plain_keys: this.table.plainKeys }, `the keys file holds ${this.table.plainKeys} keys in plain text and every user of the host may read it: chmod o-r it, or list the keys by sha256`);
       }
     } catch (err) {
       this.lastError = messageOf(err);
-      this.log.error({ event: 'keys_rejected', file: path, reason: this.lastError, keys_in_force: this.table.entries.size }, 'keys file rejected; the keys in force stay');
+      this.log.error({ event: 'keys_rejected', file: this.source, reason: this.lastError, keys_in_force: this.table.entries.size }, 'keys file rejected; the keys in force stay');
     }
   }
 
   protected missing(unreadable: string | null): void {
     this.lastError = unreadable === null ? 'keys file is missing' : `keys file cannot be read: ${unreadable}`;
-    this.log.warn({ event: unreadable === null ? 'keys_missing' : 'keys_unreadable', file: this.path, reason: this.lastError, keys_in_force: this.table.entries.size }, `${this.lastError}; the keys in force stay`);
+    this.log.warn({ event: unreadable === null ? 'keys_missing' : 'keys_unreadable', file: this.source, reason: this.lastError, keys_in_force: this.table.entries.size }, `${this.lastError}; the keys in force stay`);
   }
 }

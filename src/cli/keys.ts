@@ -1,7 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { KeyTable, sha256Hex } from '../access/keys.js';
 import { writeFileAtomic } from '../core/atomic-write.js';
-import { CodedError, fileProblem } from '../core/errors.js';
+import { CodedError, fileProblem, messageOf } from '../core/errors.js';
+import { maskUrl } from '../core/secret-url.js';
 import { formatIsoOffset } from '../core/service-time.js';
 import { parseOptions, printedHelp } from './args.js';
 import { randomKey } from './demo.js';
@@ -9,7 +10,8 @@ import { randomKey } from './demo.js';
 export const KEYS_USAGE = `proxylist keys add --keys FILE [options]      a new key, printed once
 proxylist keys list --keys FILE              the keys, their status and limits
 proxylist keys revoke --keys FILE NAME|ID    disable a key (by name or id prefix)
-proxylist keys enable --keys FILE NAME|ID    enable a revoked key again`;
+proxylist keys enable --keys FILE NAME|ID    enable a revoked key again
+proxylist keys usage --url URL [--json]      every key's usage today, from a running server's /usage`;
 
 const HELP: Record<string, string> = {
   add: `usage: proxylist keys add --keys FILE [options]
@@ -28,6 +30,9 @@ const HELP: Record<string, string> = {
   enable: `usage: proxylist keys enable --keys FILE NAME|ID
   --keys FILE           the keys file
   NAME|ID               the key's name, or the start of its id (4 hex digits or more, as keys list shows)`,
+  usage: `usage: proxylist keys usage --url URL [--json]
+  --url URL             a running server, http://host:port (its /usage answers addresses in --metrics-allow)
+  --json                the document as the server answers it, not a table`,
 };
 
 type RawEntry = Record<string, unknown> & { key?: string; sha256?: string; name?: string };
@@ -110,9 +115,47 @@ function list(args: string[]): void {
     return [e.id.slice(0, 8), e.name ?? '-', status, e.expiresAtMs === null ? '-' : formatIsoOffset(e.expiresAtMs),
       `${limit(l.perWindow)}/${limit(l.windowS)}s`, limit(l.daily), limit(l.subnets)];
   });
-  const header = ['ID', 'NAME', 'STATUS', 'EXPIRES', 'RATE', 'DAILY', 'SUBNETS'];
+  printTable(['ID', 'NAME', 'STATUS', 'EXPIRES', 'RATE', 'DAILY', 'SUBNETS'], rows);
+}
+
+/** The lines of a table: a header, then rows, each column as wide as its widest cell. */
+function printTable(header: string[], rows: string[][]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   for (const row of [header, ...rows]) process.stdout.write(row.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd() + '\n');
+}
+
+interface UsageDocument {
+  day: string;
+  limiter: string;
+  keys: Array<{ id: string; name: string | null; today: number | null; subnets: number | null; limits: { per_window: number | null; window_s: number | null; daily: number | null; subnets: number | null } }>;
+}
+
+/** Every key's usage today, as a running server's /usage says (with Redis, every instance's). */
+async function usage(args: string[]): Promise<void> {
+  const { values } = parseOptions(args, { url: { type: 'string' }, json: { type: 'boolean' } });
+  if (!values.url) throw new CodedError('E_USAGE', 'missing --url URL (a running server, http://host:port)');
+  if (!/^https?:\/\/[^/]/i.test(values.url)) throw new CodedError('E_USAGE', `--url must be http://host:port or https://host:port, not "${maskUrl(values.url)}"`);
+  const target = `${values.url.replace(/\/+$/, '')}/usage`;
+  let res: Response;
+  try {
+    res = await fetch(target, { signal: AbortSignal.timeout(10_000) });
+  } catch (err) {
+    const cause = (err as { cause?: unknown }).cause;
+    throw new CodedError('E_USAGE_UNAVAILABLE', `cannot reach ${maskUrl(target)}: ${messageOf(cause ?? err)}`);
+  }
+  const text = await res.text();
+  if (res.status !== 200) throw new CodedError('E_USAGE_UNAVAILABLE', `${maskUrl(target)} answered ${res.status}: ${text.split('\n')[0].slice(0, 200)}`);
+  if (values.json) {
+    process.stdout.write(text.endsWith('\n') ? text : text + '\n');
+    return;
+  }
+  const doc = JSON.parse(text) as UsageDocument;
+  const shown = (v: number | null): string => (v === null ? '-' : String(v));
+  const limit = (v: number | null): string => (v === null ? 'unlimited' : String(v));
+  process.stdout.write(`day ${doc.day}, limiter ${doc.limiter}${doc.limiter === 'memory' ? ' (this instance\'s counts)' : ' (every instance\'s counts)'}\n`);
+  printTable(['ID', 'NAME', 'TODAY', 'SUBNETS', 'RATE', 'DAILY', 'SUBNET LIMIT'], doc.keys.map((k) => [
+    k.id, k.name ?? '-', shown(k.today), shown(k.subnets), k.limits.per_window === null ? 'unlimited' : `${k.limits.per_window}/${k.limits.window_s}s`, limit(k.limits.daily), limit(k.limits.subnets),
+  ]));
 }
 
 /** Revokes (disabled) or enables a key found by name or id prefix. */
@@ -145,12 +188,13 @@ function setDisabled(args: string[], disabled: boolean): void {
   process.stdout.write(`${disabled ? 'revoked' : 'enabled'} ${label}\n`);
 }
 
-export function keysCommand(args: string[]): void {
+export function keysCommand(args: string[]): void | Promise<void> {
   if (printedHelp(args, KEYS_USAGE, HELP)) return;
   const [sub, ...rest] = args;
   if (sub === 'add') return add(rest);
   if (sub === 'list') return list(rest);
   if (sub === 'revoke') return setDisabled(rest, true);
   if (sub === 'enable') return setDisabled(rest, false);
+  if (sub === 'usage') return usage(rest);
   throw new CodedError('E_USAGE', `unknown keys command "${sub}"; see proxylist keys --help`);
 }

@@ -1,12 +1,12 @@
 import { CodedError } from '../core/errors.js';
 import { maskUrl } from '../core/secret-url.js';
-import { DEFAULT_SNAPSHOT_MAX_MB } from '../snapshot/origin.js';
+import { DEFAULT_SNAPSHOT_MAX_MB } from '../core/origin.js';
 import { LOG_LEVELS } from '../core/log.js';
 import { DEFAULT_LIMITER_TIMEOUT_MS } from '../access/redis-limiter.js';
 import { parseLimiterUrl } from '../access/redis-topology.js';
 import { integerOption } from './args.js';
 import { DEFAULT_HISTORY_S } from '../snapshot/snapshot-feed.js';
-import { DEFAULT_CACHE_BYTES, DEFAULT_DRAIN_S, DEFAULT_METRICS_ALLOW, DEFAULT_SNAPSHOT_POLL_S, DEFAULT_WHOLE_BODIES_BYTES, type ServeOptions } from '../server.js';
+import { DEFAULT_CACHE_BYTES, DEFAULT_DRAIN_S, DEFAULT_KEYS_POLL_S, DEFAULT_METRICS_ALLOW, DEFAULT_SNAPSHOT_POLL_S, DEFAULT_WHOLE_BODIES_BYTES, type ServeOptions } from '../server.js';
 
 /**
  * Every option of `proxylist serve`, once: its flag, its environment
@@ -32,7 +32,7 @@ const MB = 1024 * 1024;
 
 export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { name: 'snapshot', value: 'FILE|URL', shown: null, required: true, help: 'the checker\'s snapshot: a file, or an http(s):// URL polled for changes', apply: (o, raw) => (o.snapshot = raw ?? '') },
-  { name: 'keys', value: 'FILE', shown: null, required: true, help: 'the keys file', apply: (o, raw) => (o.keys = raw ?? '') },
+  { name: 'keys', value: 'FILE|URL', shown: null, required: true, help: 'the keys file: a file, or an http(s):// URL polled for changes (one keys file for every instance)', apply: (o, raw) => (o.keys = raw ?? '') },
   { name: 'port', value: 'N', shown: '8080', help: 'listening port; a port in use is an error, never shared', apply: (o, raw) => (o.port = integerOption('port', raw, 8080, 0, 65535)) },
   { name: 'host', value: 'ADDR', shown: '0.0.0.0', help: 'listening address', apply: (o, raw) => (o.host = raw ?? '0.0.0.0') },
   { name: 'state', value: 'FILE', shown: null, help: 'where daily counts and subnets survive a restart (not with a Redis limiter)', apply: (o, raw) => (o.state = raw ?? null) },
@@ -79,6 +79,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { name: 'snapshot-max-mb', value: 'N', shown: String(DEFAULT_SNAPSHOT_MAX_MB), help: 'the largest snapshot downloaded from an http(s) origin; a larger one is cut off and the one in force stays', apply: (o, raw) => (o.snapshotMaxBytes = integerOption('snapshot-max-mb', raw, DEFAULT_SNAPSHOT_MAX_MB, 1, 65536) * MB) },
   { name: 'snapshot-poll-s', value: 'N', shown: String(DEFAULT_SNAPSHOT_POLL_S), help: 'seconds between conditional GETs of an http(s) snapshot', apply: (o, raw) => (o.snapshotPollS = integerOption('snapshot-poll-s', raw, DEFAULT_SNAPSHOT_POLL_S, 1, 3600)) },
   { name: 'history-s', value: 'N', shown: String(DEFAULT_HISTORY_S), help: 'seconds of snapshots remembered for change sets (since=); an older cursor gets a reset', apply: (o, raw) => (o.historyS = integerOption('history-s', raw, DEFAULT_HISTORY_S, 0, 7 * 86400)) },
+  { name: 'keys-poll-s', value: 'N', shown: String(DEFAULT_KEYS_POLL_S), help: 'seconds between conditional GETs of an http(s) keys file: a key revoked there is refused within this and a second', apply: (o, raw) => (o.keysPollS = integerOption('keys-poll-s', raw, DEFAULT_KEYS_POLL_S, 1, 3600)) },
   { name: 'drain-s', value: 'N', shown: String(DEFAULT_DRAIN_S), help: 'seconds requests are still served after SIGTERM, while /health answers 503 draining', apply: (o, raw) => (o.drainS = integerOption('drain-s', raw, DEFAULT_DRAIN_S, 0, 3600)) },
 ];
 
@@ -109,10 +110,10 @@ export function readServeOptions(values: Record<string, string | boolean | undef
     spec.apply(o, raw);
   }
   if (!o.snapshot) throw new CodedError('E_USAGE', `missing --snapshot FILE|URL (or ${envName('snapshot')})`);
-  if (!o.keys) throw new CodedError('E_USAGE', `missing --keys FILE (or ${envName('keys')})`);
+  if (!o.keys) throw new CodedError('E_USAGE', `missing --keys FILE|URL (or ${envName('keys')})`);
   if (o.state && o.limiter !== 'memory') throw new CodedError('E_USAGE', '--state cannot be used with --limiter redis://...: Redis keeps the usage');
   // A password on the command line is shown by ps to every user of the host: the environment is the place for it.
-  o.secretFlags = ['snapshot', 'limiter'].filter((name) => typeof values[name] === 'string' && maskUrl(values[name] as string) !== values[name]);
+  o.secretFlags = ['snapshot', 'keys', 'limiter'].filter((name) => typeof values[name] === 'string' && maskUrl(values[name] as string) !== values[name]);
   return o;
 }
 

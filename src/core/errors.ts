@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'E_KEYS_READ'
   | 'E_KEYS_INVALID'
   | 'E_KEYS_WRITE'
+  | 'E_USAGE_UNAVAILABLE'
   | 'E_LISTEN'
   | 'E_UWS_FALLBACK'
   | 'E_BUILD_FAILED';
@@ -28,6 +29,7 @@ export const EXIT_STATUS: Record<ErrorCode, number> = {
   E_KEYS_READ: 1,
   E_KEYS_INVALID: 1,
   E_KEYS_WRITE: 1,
+  E_USAGE_UNAVAILABLE: 1,
   E_LISTEN: 1,
   E_UWS_FALLBACK: 1,
   E_BUILD_FAILED: 1,

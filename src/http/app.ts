@@ -108,7 +108,7 @@ export function createApp(deps: AppDeps): TemplatedApp {
   };
   const api = createApiHandler(deps);
   const health: Handler = (ex) => {
-    const report = healthReport(deps.feed, deps.life);
+    const report = healthReport(deps.feed, deps.keys, deps.life);
     sender.bytes(ex, report.ready ? '200 OK' : '503 Service Unavailable', JSON_HEADERS, Buffer.from(report.body));
   };
   /** The peer may read /metrics and /usage (`--metrics-allow`). */

@@ -1,14 +1,17 @@
+import type { KeysFeed } from '../access/keys-feed.js';
 import { formatIsoOffset } from '../core/service-time.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { Lifecycle } from './lifecycle.js';
 
 /** The /health document (docs/operations.md; README, Several instances) and whether the service takes requests. */
-export function healthReport(feed: SnapshotFeed, life: Lifecycle): { ready: boolean; body: string } {
+export function healthReport(feed: SnapshotFeed, keys: KeysFeed, life: Lifecycle): { ready: boolean; body: string } {
   const reloads = { ok: feed.reloadsOk, failed: feed.reloadsFailed, last_error: feed.lastError };
   const redis = life.limiter;
   const o = life.origin;
-  // What the snapshot origin and a shared limiter say, when there are any (README, Several instances).
+  // The keys in force, and what the snapshot origin and a shared limiter say, when there are any (README, Several instances).
+  const keysError = keys.lastError ?? life.keysOrigin?.lastError ?? null;
   const extra = {
+    keys: { source: keys.source, loaded_at: keys.loadedAtMs === null ? null : formatIsoOffset(keys.loadedAtMs), count: keys.table.entries.size, last_error: keysError },
     ...(o ? { origin: { url: o.url, downloads: o.downloads, not_modified: o.notModified, last_error: o.lastError } } : {}),
     ...(redis ? { limiter: { kind: 'redis', mode: redis.mode, nodes: redis.nodes, up: redis.up, fallback: redis.fallbacks, last_error: redis.lastError } } : {}),
   };

@@ -75,6 +75,13 @@ export class Metrics {
     counterFrom({ name: 'proxylist_accept_pauses_total', help: 'Times accepting stopped for want of file descriptors' }, () => life.listener?.pauses ?? 0);
     gauge('proxylist_draining', '1 from SIGTERM until the instance stops', () => (life.draining ? 1 : 0));
     gauge('proxylist_keys_loaded', 'Keys in force', () => keys.table.entries.size);
+    const origins = { snapshot: () => life.origin, keys: () => life.keysOrigin };
+    new Gauge({
+      name: 'proxylist_origin_failing', help: '1 while the last poll of the http(s) origin of the snapshot or the keys failed (what is in force stays); 0 otherwise, or without an origin', labelNames: ['what'], registers,
+      collect() {
+        for (const [what, origin] of Object.entries(origins)) this.set({ what }, (origin()?.lastError ?? null) === null ? 0 : 1);
+      },
+    });
     gauge('proxylist_keys_file_rejected', '1 while the keys file is missing or its last version was rejected (the keys in force stay)', () => (keys.lastError === null ? 0 : 1));
     for (const limit of ['subnet', 'frequency', 'daily'] as const) this.rejections.labels(limit).inc(0);
   }

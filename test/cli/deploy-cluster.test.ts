@@ -1,11 +1,12 @@
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { exitWithin, freePort, runCli, untilReady } from '../helpers/cli.js';
+import { exitWithin, freePort, needCommand, runCli, untilReady } from '../helpers/cli.js';
 import { StaticOrigin } from '../helpers/nginx.js';
 import { RedisServer } from '../helpers/redis.js';
 import { eventually, tempDir } from '../helpers/server.js';
@@ -29,15 +30,15 @@ test('an instance started as the template says serves from the origin, limited t
   try {
     const now = Math.floor(Date.now() / 1000);
     writeFileAtomic(join(origin.root, 'snapshot.msgpack'), encodeSnapshot(generateRecords({ records: 100, seed: 97, now }), now));
-    const keys = join(dir, 'keys.json');
-    writeFileSync(keys, JSON.stringify({ keys: [{ key: 'k', limits: { per_window: 1, window_s: 60, daily: null, subnets: null } }] }));
+    writeFileSync(join(origin.root, 'keys.json'), JSON.stringify({ keys: [{ key: 'k', limits: { per_window: 1, window_s: 60, daily: null, subnets: null } }] }));
     assert.match(envFile.PROXYLIST_SNAPSHOT, /^http:\/\/127\.0\.0\.1:\d+\/snapshot\.msgpack$/);
+    assert.match(envFile.PROXYLIST_KEYS, /^http:\/\/127\.0\.0\.1:\d+\/keys\.json$/);
     assert.match(envFile.PROXYLIST_LIMITER, /^redis:\/\/127\.0\.0\.1:6379$/);
     const port = await freePort();
     const env: Record<string, string> = {
       ...envFile,
       PROXYLIST_SNAPSHOT: origin.url('snapshot.msgpack'),
-      PROXYLIST_KEYS: keys,
+      PROXYLIST_KEYS: origin.url('keys.json'),
       PROXYLIST_LIMITER: redis.url,
       PROXYLIST_DRAIN_S: '1',
     };
@@ -63,6 +64,39 @@ test('an instance started as the template says serves from the origin, limited t
   } finally {
     await origin.close();
     await redis.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('deploy/origin.nginx.conf serves the snapshot and the keys file with ETags, and nothing else', async () => {
+  needCommand('nginx', 'nginx-light');
+  const dir = tempDir();
+  const root = join(dir, 'origin');
+  mkdirSync(root);
+  mkdirSync(join(dir, 'logs'));
+  writeFileSync(join(root, 'keys.json'), '{"keys":[]}');
+  writeFileSync(join(root, 'snapshot.msgpack'), 'x');
+  writeFileSync(join(root, 'other.txt'), 'x');
+  const port = await freePort();
+  const server = read('origin.nginx.conf').replace('127.0.0.1:8070', `127.0.0.1:${port}`).replace('root /srv/proxylist/origin;', `root ${root};`);
+  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${join(dir, t)};`).join(' ');
+  writeFileSync(join(dir, 'nginx.conf'), `daemon off; ${process.getuid?.() === 0 ? 'user root;' : ''} pid ${join(dir, 'nginx.pid')}; error_log ${join(dir, 'logs', 'error.log')};
+events { worker_connections 16; }
+http { ${temp} ${server} }`);
+  const nginx = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'logs', 'error.log')], { stdio: 'ignore' });
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    await eventually(async () => (await fetch(`${base}/keys.json`).catch(() => null)) !== null, 10_000, 'nginx');
+    const keys = await fetch(`${base}/keys.json`);
+    assert.is(keys.status, 200);
+    const etag = keys.headers.get('etag');
+    assert.ok(etag);
+    assert.is((await fetch(`${base}/keys.json`, { headers: { 'if-none-match': etag! } })).status, 304);
+    assert.is((await fetch(`${base}/snapshot.msgpack`)).status, 200);
+    assert.is((await fetch(`${base}/other.txt`)).status, 404);
+  } finally {
+    nginx.kill('SIGQUIT');
+    await new Promise((r) => (nginx.exitCode !== null ? r(null) : nginx.once('exit', r)));
     rmSync(dir, { recursive: true, force: true });
   }
 });

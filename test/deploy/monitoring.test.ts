@@ -25,11 +25,11 @@ test('promtool check rules accepts the alert rules', () => {
   needCommand('promtool', 'prometheus');
   const run = spawnSync('promtool', ['check', 'rules', file('alerts.yml')], { encoding: 'utf8' });
   assert.is(run.status, 0, run.stdout + run.stderr);
-  assert.match(run.stdout, 'SUCCESS: 7 rules found');
+  assert.match(run.stdout, 'SUCCESS: 8 rules found');
 });
 
-test('the rules cover the snapshot, reloads, 5xx, the limiter, pending bodies and p99 latency', () => {
-  for (const name of ['ProxylistSnapshotStale', 'ProxylistReloadsFailing', 'ProxylistServerErrors', 'ProxylistLimiterDown', 'ProxylistPendingBodiesGrowing', 'ProxylistLatencyHigh']) {
+test('the rules cover the snapshot, reloads, the origins, 5xx, the limiter, pending bodies and p99 latency', () => {
+  for (const name of ['ProxylistSnapshotStale', 'ProxylistReloadsFailing', 'ProxylistOriginFailing', 'ProxylistServerErrors', 'ProxylistLimiterDown', 'ProxylistPendingBodiesGrowing', 'ProxylistLatencyHigh']) {
     assert.match(alerts, `alert: ${name}`);
   }
 });

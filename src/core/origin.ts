@@ -3,28 +3,37 @@ import { rename, rm, stat } from 'node:fs/promises';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import type { Logger } from '../core/log.js';
-import { messageOf } from '../core/errors.js';
-import { maskUrl, splitCredentials } from '../core/secret-url.js';
+import type { Logger } from './log.js';
+import { messageOf } from './errors.js';
+import { maskUrl, splitCredentials } from './secret-url.js';
 
 /** A download that takes longer than this is given up (and tried again at the next poll). */
 const DOWNLOAD_TIMEOUT_MS = 120_000;
 export const DEFAULT_SNAPSHOT_MAX_MB = 1024;
 const MB = 1024 * 1024;
 
+/** What an origin serves: its name in logs and errors, and what bounds its size. */
+export interface OriginKind {
+  /** `snapshot` or `keys`. */
+  name: string;
+  /** How the size bound is named in the error of a file over it. */
+  maxBytesSaid: string;
+}
+
 /**
- * One snapshot for every instance (README, Several instances): an http(s) origin polled
- * with a conditional GET every `pollS` seconds. A changed file is streamed
- * to a temporary file beside `localPath` and renamed over it, so it loads
- * exactly as a local file does (watched, built in a worker, swapped). A
- * download that fails, is cut short, or answers anything but 200 or 304,
- * leaves the file, and so the snapshot served, as they were; so does a
- * file larger than `maxBytes`, cut off as soon as it is known to be.
+ * One file for every instance (README, Several instances), the snapshot or
+ * the keys: an http(s) origin polled with a conditional GET every `pollS`
+ * seconds. A changed file is streamed to a temporary file beside
+ * `localPath` and renamed over it, so it loads exactly as a local file does
+ * (watched, checked, swapped in whole). A download that fails, is cut
+ * short, or answers anything but 200 or 304, leaves the file, and so what
+ * is in force, as they were; so does a file larger than `maxBytes`, cut
+ * off as soon as it is known to be.
  *
  * Credentials in the URL are sent as an Authorization header, and the URL is
  * shown (logs, /health, errors) with them and its query values masked.
  */
-export class SnapshotOrigin {
+export class Origin {
   lastError: string | null = null;
   /** The URL as it may be shown. */
   readonly url: string;
@@ -39,9 +48,14 @@ export class SnapshotOrigin {
 
   private readonly target: { url: string; authorization: string | null };
 
-  constructor(url: string, private readonly localPath: string, private readonly pollS: number, private readonly maxBytes: number, private readonly log: Logger) {
+  constructor(url: string, private readonly localPath: string, private readonly pollS: number, private readonly maxBytes: number, private readonly kind: OriginKind, private readonly log: Logger) {
     this.url = maskUrl(url);
     this.target = splitCredentials(url);
+  }
+
+  /** One poll now: at start, before what depends on the file is read. */
+  pollNow(): Promise<void> {
+    return this.poll();
   }
 
   /** Polls now, then every `pollS` seconds; the event loop never waits on it. */
@@ -91,27 +105,30 @@ export class SnapshotOrigin {
           done(received > this.maxBytes ? new Error(this.tooLarge(`cut off after ${received} bytes`)) : null, chunk);
         },
       });
-      await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), cap, createWriteStream(temp));
+      // Readable by this user alone: a keys file may hold keys in plain text.
+      await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), cap, createWriteStream(temp, { mode: 0o600 }));
       const got = (await stat(temp)).size;
       if (expected !== null && Number(expected) !== got) throw new Error(`the download was cut short: ${got} of ${expected} bytes`);
       await rename(temp, this.localPath);
       this.etag = res.headers.get('etag');
       this.lastModified = res.headers.get('last-modified');
       this.downloads++;
-      if (this.lastError !== null) this.log.info({ event: 'origin_ok', url: this.url }, 'snapshot origin answers again');
+      const what = this.kind.name;
+      if (this.lastError !== null) this.log.info({ event: 'origin_ok', what, url: this.url }, `${what} origin answers again`);
       this.lastError = null;
-      this.log.info({ event: 'origin_downloaded', url: this.url, bytes: got }, 'snapshot downloaded from the origin');
+      this.log.info({ event: 'origin_downloaded', what, url: this.url, bytes: got }, `${what} downloaded from the origin`);
     } catch (err) {
       await rm(temp, { force: true });
       const cause = (err as { cause?: unknown }).cause;
-      const reason = maskSecrets(`snapshot origin ${this.url}: ${messageOf(err)}${cause ? ` (${messageOf(cause)})` : ''}`, this.target.url);
-      if (reason !== this.lastError) this.log.warn({ event: 'origin_failed', url: this.url, reason }, 'snapshot download failed; still serving the current snapshot');
+      const what = this.kind.name;
+      const reason = maskSecrets(`${what} origin ${this.url}: ${messageOf(err)}${cause ? ` (${messageOf(cause)})` : ''}`, this.target.url);
+      if (reason !== this.lastError) this.log.warn({ event: 'origin_failed', what, url: this.url, reason }, `${what} download failed; the ${what} in force stay${what === 'keys' ? '' : 's'}`);
       this.lastError = reason;
     }
   }
 
   private tooLarge(what: string): string {
-    return `the snapshot is larger than --snapshot-max-mb ${Math.round(this.maxBytes / MB)} (${what})`;
+    return `the ${this.kind.name} file is larger than ${this.kind.maxBytesSaid} ${Math.round(this.maxBytes / MB)} (${what})`;
   }
 }
 
