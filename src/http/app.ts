@@ -6,6 +6,7 @@ import { createApiHandler, targetTooLong, type ApiDeps } from './api.js';
 import { Exchange, type RouteAccount } from './exchange.js';
 import { HTTP_FAILURES, type HttpFailure } from './failures.js';
 import { healthReport } from './health.js';
+import { Pages } from './pages.js';
 import type { Lifecycle } from './lifecycle.js';
 import { usageReport } from './usage.js';
 import { loadUws, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js';
@@ -148,13 +149,17 @@ export function createApp(deps: AppDeps): TemplatedApp {
   };
 
   const app = loadUws().App();
-  for (const [path, handler] of [['/api', api], ['/health', health], ['/metrics', metrics], ['/usage', usage], ['/openapi.json', openapi]] as const) {
-    const route = account(path);
+  const serve = (route: RouteAccount, path: string, handler: Handler): void => {
     app.get(path, guarded(route, path, false, handler));
     // HEAD is not routed to get(): it needs its own route.
     app.head(path, guarded(route, path, true, handler));
     app.any(path, byMethod(guarded(route, path, true, notAllowed), guarded(route, path, false, notAllowed)));
-  }
+  };
+  for (const [path, handler] of [['/api', api], ['/health', health], ['/metrics', metrics], ['/usage', usage], ['/openapi.json', openapi]] as const) serve(account(path), path, handler);
+  // The pages for people and their assets, counted as one route.
+  const pages = new Pages(log);
+  const pageRoute = account('pages');
+  for (const path of pages.paths) serve(pageRoute, path, (ex, req) => pages.answer(ex, sender, path, req.getHeader('accept-encoding'), req.getHeader('if-none-match')));
   const other = account('other');
   app.any('/*', byMethod(guarded(other, 'other', true, notFound), guarded(other, 'other', false, notFound)));
   return app;

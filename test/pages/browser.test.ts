@@ -1,0 +1,149 @@
+/// <reference lib="dom" />
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type ConsoleMessage, type Page } from 'playwright-core';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { CHROMIUM } from '../helpers/browser.js';
+import { TEST_KEY, TEST_NOW_S, UNLIMITED, startTestServer, type TestServer } from '../helpers/server.js';
+
+/**
+ * The pages for people (README, Pages) in a real browser: Debian's chromium,
+ * driven by playwright-core. Every test fails on an error in the page's
+ * console or a request to another host; its screenshots go to a temporary
+ * folder, removed when it passes and named in the message when it fails.
+ */
+const LIMITED = 'limited-key-of-the-browser-test';
+const STATUS_TEXT: Record<number, string> = { 401: 'Unauthorized', 429: 'Too Many Requests' };
+const snapshot = encodeSnapshot(generateRecords({ records: 3000, seed: 17, now: TEST_NOW_S }), TEST_NOW_S);
+
+interface Ctx { t: TestServer; browser: Browser }
+const test = suite<Ctx>('the pages in a browser');
+test.before(async (ctx) => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (README, Quick start)`);
+  ctx.t = await startTestServer({ snapshot, keys: { keys: [{ key: TEST_KEY, name: 'test', limits: UNLIMITED }, { key: LIMITED, name: 'limited' }] } });
+  ctx.browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+});
+test.after(async (ctx) => {
+  await ctx.browser.close();
+  await ctx.t.close();
+});
+
+/**
+ * Runs `body` on a fresh page that records console errors and requests to
+ * other hosts; fails with the screenshots' folder. `refused`: statuses of
+ * /api answers the test asks for on purpose, which chromium logs to the
+ * console as resources that failed to load; no other error is let through.
+ */
+async function onPage(ctx: Ctx, name: string, body: (page: Page, shot: (what: string) => Promise<void>) => Promise<void>, refused: number[] = []): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'proxylist-screens-'));
+  const page = await ctx.browser.newPage({ viewport: { width: 1200, height: 900 } });
+  const problems: string[] = [];
+  const origin = new URL(ctx.t.base).host;
+  const expected = (m: ConsoleMessage): boolean =>
+    new URL(m.location().url || 'about:blank', ctx.t.base).pathname === '/api' && refused.some((status) => m.text() === `Failed to load resource: the server responded with a status of ${status} (${STATUS_TEXT[status]})`);
+  page.on('console', (m) => void (m.type() === 'error' && !expected(m) && problems.push(`console error: ${m.text()}`)));
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('request', (r) => void (!/^(data|blob):/.test(r.url()) && new URL(r.url()).host !== origin && problems.push(`request to another host: ${r.url()}`)));
+  const shot = async (what: string) => void (await page.screenshot({ path: join(dir, `${name}-${what}.png`), fullPage: true }));
+  try {
+    await body(page, shot);
+    await shot('end');
+    assert.equal(problems, [], 'no console error, no request to another host');
+    rmSync(dir, { recursive: true, force: true });
+  } catch (err) {
+    await shot('failed').catch(() => undefined);
+    (err as Error).message += `\n    screenshots: ${dir}${problems.length ? `\n    ${problems.join('\n    ')}` : ''}`;
+    throw err;
+  } finally {
+    await page.close();
+  }
+}
+
+/** Clicks Run and waits for the answer's status line or message. */
+async function run(page: Page): Promise<void> {
+  const before = await page.locator('#answer').innerHTML();
+  await page.click('#run');
+  await page.waitForFunction((old) => document.querySelector('#answer')!.innerHTML !== old && !(document.querySelector('#run') as HTMLButtonElement).disabled, before);
+}
+
+test('/ builds the query, and its table holds exactly the records the same URL answers', async (ctx) => {
+  await onPage(ctx, 'builder', async (page, shot) => {
+    await page.goto(`${ctx.t.base}/`);
+    assert.match(await page.locator('header').innerText(), /proxy servers/);
+    await page.fill('#key', TEST_KEY);
+    await page.check('input[name=type][value=socks5]');
+    await page.fill('input[name=country]', 'US,DE');
+    await page.fill('input[name=count]', '5');
+    await page.selectOption('select[name=get]', 'json');
+    const url = await page.locator('#url').innerText();
+    for (const part of ['type=socks5', 'country=US%2CDE', 'count=5', 'get=json', `key=${TEST_KEY}`]) assert.ok(url.includes(part), `${part} in ${url}`);
+    assert.is(await page.locator('#curl').innerText(), `curl '${url}'`);
+    // The key is kept in the browser, not in the page's address.
+    assert.is(await page.evaluate(() => localStorage.getItem('proxylist.key')), TEST_KEY);
+    assert.not.ok(page.url().includes(TEST_KEY));
+    await shot('form');
+    await run(page);
+
+    const records = await (await fetch(url)).json() as Array<Record<string, unknown>>;
+    assert.is(records.length, 5);
+    const columns = await page.locator('table.records th').allInnerTexts();
+    assert.equal(columns, Object.keys(records[0]));
+    const cells = await page.locator('table.records tbody tr').evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent)));
+    assert.equal(cells, records.map((r) => columns.map((c) => String(r[c]))));
+    assert.match(await page.locator('.status').innerText(), /^200 · .* · 5 records$/);
+  });
+});
+
+test('get=stats draws bars with the counts the same URL answers', async (ctx) => {
+  await onPage(ctx, 'stats', async (page) => {
+    await page.goto(`${ctx.t.base}/`);
+    await page.fill('#key', TEST_KEY);
+    await page.fill('input[name=time]', '3600');
+    await page.selectOption('select[name=get]', 'stats');
+    await run(page);
+    const stats = await (await fetch(await page.locator('#url').innerText())).json() as Record<string, Record<string, number>>;
+    const shown = await page.locator('.bars').evaluateAll((groups) => groups.map((g) => [g.querySelector('h3')!.textContent, [...g.querySelectorAll('.bar')].map((b) => [b.querySelector('.label')!.textContent, Number(b.querySelector('.count')!.textContent)])]));
+    assert.equal(shown, ['type', 'anon', 'country'].map((group) => [group, Object.entries(stats[group])]));
+    // The longest bar is the largest count.
+    const widths = await page.locator('.bars').first().locator('.fill').evaluateAll((fills) => fills.map((f) => f.getBoundingClientRect().width));
+    const counts = Object.values(stats.type);
+    assert.is(widths.indexOf(Math.max(...widths)), counts.indexOf(Math.max(...counts)));
+  });
+});
+
+test('a limited key: each press is one request, and the third within 5 s says 429 and when to retry', async (ctx) => {
+  await onPage(ctx, 'limited', async (page) => {
+    let requests = 0;
+    page.on('request', (r) => void (new URL(r.url()).pathname === '/api' && requests++));
+    await page.goto(`${ctx.t.base}/`);
+    await page.fill('#key', LIMITED);
+    await page.fill('input[name=count]', '1');
+    for (let i = 0; i < 2; i++) {
+      await run(page);
+      assert.match(await page.locator('.status').innerText(), /^200 /);
+    }
+    await run(page);
+    assert.match(await page.locator('#answer .error').innerText(), /^429: Request rate limit exceeded.*\. Retry in [1-5] s\.$/);
+    assert.is(requests, 3);
+    await page.fill('#key', 'not-a-key');
+    await run(page);
+    assert.match(await page.locator('#answer .error').innerText(), /^401: Invalid access key\. Check the key above\.$/);
+  }, [429, 401]);
+});
+
+test('/docs renders the OpenAPI document: the /api operation and its parameters', async (ctx) => {
+  await onPage(ctx, 'docs', async (page) => {
+    await page.goto(`${ctx.t.base}/docs`);
+    const operation = page.locator('.opblock-summary-path', { hasText: /^\/api$/ }).first();
+    await operation.waitFor({ timeout: 20_000 });
+    await operation.click();
+    await page.locator('.parameters .parameter__name').first().waitFor();
+    const names = (await page.locator('.parameters .parameter__name').allInnerTexts()).map((n) => n.split(/\s/)[0].replace('*', ''));
+    for (const name of ['type', 'country', 'count', 'get', 'since', 'wait']) assert.ok(names.includes(name), `parameter ${name} among ${names.join(', ')}`);
+  });
+});
+
+test.run();
