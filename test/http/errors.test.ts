@@ -25,7 +25,7 @@ async function expectError(res: Response, status: number, body: string, headers:
 const test = serverSuite('errors (README, Errors)', () => ({ snapshot, keys }));
 
 test('unknown paths get 404', async ({ t }) => {
-  await expectError(await t.get('/'), 404, 'Error: Not found');
+  await expectError(await t.get('/index.html'), 404, 'Error: Not found');
   await expectError(await t.get('/api/'), 404, 'Error: Not found');
   await expectError(await t.get('/apis?key=x'), 404, 'Error: Not found');
 });
