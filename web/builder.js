@@ -12,6 +12,8 @@ const urlOut = document.getElementById('url');
 const curlOut = document.getElementById('curl');
 const runButton = document.getElementById('run');
 const answer = document.getElementById('answer');
+/** Runs finished, in the answer's data-runs: what a test waits for (two answers may look the same). */
+let runs = 0;
 
 keyInput.value = localStorage.getItem(KEY_STORE) ?? '';
 
@@ -113,6 +115,7 @@ async function run() {
   if (params.get('key') === 'KEY') {
     showMessage('error', 'Type your access key first.');
     keyInput.focus();
+    answer.dataset.runs = String(++runs);
     return;
   }
   runButton.disabled = true;
@@ -155,6 +158,7 @@ async function run() {
     showMessage('error', `The request failed: ${err.message}`);
   } finally {
     runButton.disabled = false;
+    answer.dataset.runs = String(++runs);
   }
 }
 
