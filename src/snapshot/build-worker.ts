@@ -1,10 +1,13 @@
 /**
- * Worker entry: loads one snapshot file and sends the built columns back by
- * transfer, so the event loop of the server never decodes or builds.
+ * The build thread's entry: loads the snapshot file of each message and
+ * sends the built columns back by transfer, then collects its garbage, so
+ * the decoded file and the build's working space are gone between loads.
  */
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
-import { parentPort, workerData } from 'node:worker_threads';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { parentPort } from 'node:worker_threads';
 import { CodedError, messageOf } from '../core/errors.js';
 import { transferables } from '../store/columns.js';
 import { loadSnapshotFile } from './decode.js';
@@ -23,13 +26,19 @@ function yieldToEventLoop(): void {
   }
 }
 
+setFlagsFromString('--expose-gc');
+/** A full collection of this thread's heap: the buffers nothing holds go back to the system. */
+const collect = runInNewContext('gc') as () => void;
+
 yieldToEventLoop();
-const path = (workerData as { path: string }).path;
-try {
-  const { columns, meta } = loadSnapshotFile(path);
-  parentPort!.postMessage({ ok: true, columns, meta }, transferables(columns));
-} catch (err) {
-  // A file that breaks the contract is the checker's to fix; anything else is a bug here, said as such.
-  if (err instanceof CodedError) parentPort!.postMessage({ ok: false, code: err.code, message: messageOf(err) });
-  else parentPort!.postMessage({ ok: false, code: 'E_BUILD_FAILED', message: `building the store failed (a bug, not the file): ${err instanceof Error ? err.stack : String(err)}` });
-}
+parentPort!.on('message', ({ path }: { path: string }) => {
+  try {
+    const { columns, meta } = loadSnapshotFile(path, collect);
+    parentPort!.postMessage({ ok: true, columns, meta }, transferables(columns));
+  } catch (err) {
+    // A file that breaks the contract is the checker's to fix; anything else is a bug here, said as such.
+    if (err instanceof CodedError) parentPort!.postMessage({ ok: false, code: err.code, message: messageOf(err) });
+    else parentPort!.postMessage({ ok: false, code: 'E_BUILD_FAILED', message: `building the store failed (a bug, not the file): ${err instanceof Error ? err.stack : String(err)}` });
+  }
+  collect();
+});

@@ -248,9 +248,13 @@ function extractInto(): { begin: Begin; extractor: () => RecordExtractor } {
   return { begin, extractor: () => extractor! };
 }
 
-/** Read (a window at a time), decode, validate and build, on the calling thread. */
-export function loadSnapshotFile(path: string): { columns: StoreColumns; meta: StoreMeta } {
+/**
+ * Read (a window at a time), decode, validate and build, on the calling
+ * thread. `release` is called where the build's working space is let go of
+ * (see buildStore).
+ */
+export function loadSnapshotFile(path: string, release?: () => void): { columns: StoreColumns; meta: StoreMeta } {
   const { begin, extractor } = extractInto();
   const { top, contentHash } = readSnapshot(Window.ofFile(path), begin);
-  return buildStore(extractor(), top.generated_at, contentHash);
+  return buildStore(extractor(), top.generated_at, contentHash, release);
 }

@@ -20,7 +20,7 @@ export class RecordExtractor implements ExtractedRecords {
   private readonly cityIds = new Map<string, number>();
 
   constructor(readonly serviceNames: readonly string[], capacity: number) {
-    this.columns = recordColumns(capacity);
+    this.columns = recordColumns(capacity, serviceNames.length);
   }
 
   /** Takes the record the decoder has just read from `b`. */

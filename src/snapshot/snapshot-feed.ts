@@ -4,7 +4,7 @@ import { FollowedFile, type FollowOptions } from '../core/follow-file.js';
 import type { Logger } from '../core/log.js';
 import { carryHistory } from '../store/history.js';
 import { Store } from '../store/store.js';
-import { loadInWorker } from './load-in-worker.js';
+import { BuildThread } from './build-thread.js';
 import { releaseDroppedStores } from './release-dropped.js';
 
 /** Seconds of snapshots remembered for change sets, at least. */
@@ -27,10 +27,16 @@ export class SnapshotFeed extends FollowedFile {
   /** A store was swapped out since the last full collection. */
   private dropped = false;
   private readonly listeners: Array<(store: Store) => void> = [];
+  private readonly builder = new BuildThread();
 
   /** `historyS`: how long the snapshots of change sets are remembered (README, Changes since a cursor). */
   constructor(path: string, private readonly clock: Clock, private readonly log: Logger, private readonly historyS = DEFAULT_HISTORY_S, options?: FollowOptions) {
     super(path, options);
+  }
+
+  override async close(): Promise<void> {
+    await super.close();
+    await this.builder.close();
   }
 
   onSwap(listener: (store: Store) => void): void {
@@ -43,9 +49,9 @@ export class SnapshotFeed extends FollowedFile {
       this.dropped = false;
       releaseDroppedStores();
     }
-    let loaded: Awaited<ReturnType<typeof loadInWorker>>;
+    let loaded: Awaited<ReturnType<BuildThread['load']>>;
     try {
-      loaded = await loadInWorker(path);
+      loaded = await this.builder.load(path);
     } catch (err) {
       if (!unchanged()) return this.changedWhileRead(path);
       this.reloadsFailed++;

@@ -6,9 +6,12 @@ import { MAX_LINE_BYTES, READ_SLACK, type ByteStrings, type StoreColumns, type S
 import { packStrings, writeAscii, writeIPv4, writeUint } from './encode.js';
 import { radixSortIndices } from './radix-sort.js';
 
-/** Bytes per record of the columns a store keeps as they are read (permuted into row order later). */
-const KEPT_BYTES = 4 + 2 + 1 + 1 + 1 + 4 + 4 + 4 + 2 + 4 + 4;
+/** Bytes per record of the columns a store keeps as they are read (permuted into row order later), but the services'. */
+const KEPT_BYTES = 4 + 2 + 1 + 1 + 1 + 4 + 4 + 4 + 2 + 4;
 const KEPT_COLUMNS = 11;
+
+/** Bytes a row's services take: one bit per service of the snapshot, in the narrowest whole column. */
+const serviceBytes = (services: number): 1 | 2 | 4 => (services <= 8 ? 1 : services <= 16 ? 2 : 4);
 /**
  * Working space per record: the raw ping (8) and checked_at (4) while the
  * records are read, then three lanes of row ids (4 each) and one of sort
@@ -19,12 +22,13 @@ const SCRATCH_BYTES = 3 * 4 + 2;
 
 /**
  * Columns for the valid records of a snapshot, indexed by record number in
- * file order, with room for `capacity` records. The kept columns are carved
+ * file order, with room for `capacity` records of `services` services. The kept columns are carved
  * from one buffer that becomes the store's; ping and checked_at are read
  * into the scratch and kept as ranks.
  */
-export function recordColumns(capacity: number) {
-  const kept = new ColumnArena(capacity * KEPT_BYTES + KEPT_COLUMNS * 8);
+export function recordColumns(capacity: number, services: number) {
+  const width = serviceBytes(services);
+  const kept = new ColumnArena(capacity * (KEPT_BYTES + width) + KEPT_COLUMNS * 8);
   const scratch = mappedBuffer(capacity * SCRATCH_BYTES);
   return {
     ip: kept.u32(capacity),
@@ -37,7 +41,7 @@ export function recordColumns(capacity: number) {
     ipOut: kept.u32(capacity),
     country: kept.u16(capacity),
     city: kept.u32(capacity),
-    services: kept.u32(capacity),
+    services: width === 1 ? kept.u8(capacity) : width === 2 ? kept.u16(capacity) : kept.u32(capacity),
     ping: new Float64Array(scratch, 0, capacity),
     checkedAt: new Uint32Array(scratch, capacity * 8, capacity),
     scratch,
@@ -197,10 +201,43 @@ function recordPrints(x: RecordColumns, m: number, pingValues: Float64Array, tim
   return prints;
 }
 
+/**
+ * The address order's columns, from the records' `kept` (ordered by ip,
+ * port, type, still indexed by record) and each record's row: `byAddress`,
+ * `addrId` per row, and the records' prints in address order.
+ */
+function addressColumns(arena: ColumnArena, x: RecordColumns, kept: Uint32Array, rowOf: Uint32Array, prints: Uint32Array) {
+  const rows = kept.length;
+  const byAddress = arena.u32(rows);
+  const addrId = arena.u32(rows);
+  const addrPrint = arena.u32(rows * 2);
+  let addrCount = 0;
+  for (let j = 0; j < rows; j++) {
+    const v = kept[j];
+    const p = j > 0 ? kept[j - 1] : -1;
+    if (p < 0 || x.ip[p] !== x.ip[v] || x.port[p] !== x.port[v]) addrCount++;
+    const r = (byAddress[j] = rowOf[v]);
+    addrId[r] = addrCount - 1;
+    addrPrint[j * 2] = prints[v * 2];
+    addrPrint[j * 2 + 1] = prints[v * 2 + 1];
+  }
+  detach(prints.buffer as ArrayBuffer);
+  return { byAddress, addrId, addrPrint, addrCount };
+}
+
+/**
+ * Hands a buffer's memory over to a copy that nothing holds: every view of
+ * it is empty from here, and the memory goes at the next collection,
+ * however many views of it are still in reach.
+ */
+function detach(buffer: ArrayBuffer): void {
+  structuredClone(buffer, { transfer: [buffer] });
+}
+
 /** Bytes of the derived columns of `rows` rows (see buildStore), with room for each column's alignment. */
-function derivedBytes(rows: number, sets: number, cities: number): number {
+function derivedBytes(rows: number, sets: number, cities: number, times: number): number {
   const perRow = 4 * 4 + (MAX_LINE_BYTES + 4) + 1 + 4 + 8;
-  return rows * perRow + sets * Math.max(1, wordsFor(rows)) * 4 + (cities + 1) * 4 + 2 * READ_SLACK + 20 * 8;
+  return rows * perRow + sets * Math.max(1, wordsFor(rows)) * 4 + (cities + 1) * 4 + times * 19 + 3 * READ_SLACK + 21 * 8;
 }
 
 /**
@@ -211,9 +248,12 @@ function derivedBytes(rows: number, sets: number, cities: number): number {
  *
  * Memory: the kept columns are permuted into row order where they are, the
  * orders are sorted in the records' scratch, and the derived columns go into
- * one more buffer; nothing else grows with the records.
+ * one more buffer; nothing else grows with the records. The scratch is
+ * detached once the orders are sorted, and `release` is called then (a
+ * build thread collects its garbage there), so the rest of the store is
+ * written in the memory the scratch gave back.
  */
-export function buildStore(records: ExtractedRecords, generatedAt: number, contentHash: string): { columns: StoreColumns; meta: StoreMeta } {
+export function buildStore(records: ExtractedRecords, generatedAt: number, contentHash: string, release: () => void = () => undefined): { columns: StoreColumns; meta: StoreMeta } {
   const services = records.serviceNames;
   const countries = records.countries();
   const m = records.count;
@@ -255,22 +295,8 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   const rowOf = freeLane(kept, out);
   for (let r = 0; r < rows; r++) rowOf[out[r]] = r;
 
-  const arena = new ColumnArena(derivedBytes(rows, TYPES.length + ANONS.length + countries.length + services.length, records.cities.length));
-  const byAddress = arena.u32(rows);
-  const addrId = arena.u32(rows);
-  const prints = recordPrints(x, m, pingValues, times, countries, records.cities);
-  const addrPrint = arena.u32(rows * 2);
-  // kept is ordered by ip, port, type; the columns are still in record order.
-  let addrCount = 0;
-  for (let j = 0; j < rows; j++) {
-    const v = kept[j];
-    const p = j > 0 ? kept[j - 1] : -1;
-    if (p < 0 || x.ip[p] !== x.ip[v] || x.port[p] !== x.port[v]) addrCount++;
-    const r = (byAddress[j] = rowOf[v]);
-    addrId[r] = addrCount - 1;
-    addrPrint[j * 2] = prints[v * 2];
-    addrPrint[j * 2 + 1] = prints[v * 2 + 1];
-  }
+  const arena = new ColumnArena(derivedBytes(rows, TYPES.length + ANONS.length + countries.length + services.length, records.cities.length, times.length));
+  const { byAddress, addrId, addrPrint, addrCount } = addressColumns(arena, x, kept, rowOf, recordPrints(x, m, pingValues, times, countries, records.cities));
 
   // The kept columns into row order, through a lane that is free again.
   const tmpOffset = freeLane(out).byteOffset;
@@ -291,6 +317,9 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   const rowDigits = digits.subarray(0, rows);
   const byPing = arena.copy(radixSortIndices(rowOrder(), [{ column: c.pingRank, descending: false }], lanes[1], rowDigits));
   const byWorks = arena.copy(radixSortIndices(rowOrder(), [{ column: c.works, descending: true }], lanes[1], rowDigits));
+  // The scratch is done with: it goes now, before the rest of the store is written, not with the build.
+  detach(x.scratch);
+  release();
 
   const ipLen = arena.u8(rows);
   const lines = byteStrings(arena, rows, MAX_LINE_BYTES, (buf, pos, r) => {
@@ -328,7 +357,7 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
 
   // A ping of whole milliseconds, in seconds as JSON writes it.
   const pingText = packStrings(Array.from(pingValues, (ms) => String(ms / 1000)));
-  const timecheck = new Uint8Array(times.length * 19 + READ_SLACK);
+  const timecheck = arena.u8(times.length * 19 + READ_SLACK);
   times.forEach((t, k) => writeAscii(timecheck, k * 19, formatTimecheck(t)));
 
   const columns: StoreColumns = {

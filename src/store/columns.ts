@@ -39,8 +39,8 @@ export interface StoreColumns {
   ipOut: Uint32Array;
   country: Uint16Array;
   city: Uint32Array;
-  /** Bit i = compatible with service i (at most 32 services). */
-  services: Uint32Array;
+  /** Bit i = compatible with service i (at most 32 services), in the narrowest of 8, 16 or 32 bits the snapshot's services fit. */
+  services: Uint8Array | Uint16Array | Uint32Array;
   /** Same id for the rows of one ip:port (format=object keeps the first). */
   addrId: Uint32Array;
   addrCount: number;

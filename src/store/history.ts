@@ -1,3 +1,4 @@
+import { mappedBuffer } from './arena.js';
 import type { StoreColumns, StoreMeta } from './columns.js';
 
 /** A snapshot a store's history still knows, and the keys that left the list when it came in. */
@@ -18,6 +19,8 @@ export const CONTENT_CHARS = 8;
 const NOTHING_LEFT = new Float64Array(0);
 /** Rows merged per turn of the event loop while a history is carried over. */
 const MERGE_SLICE_ROWS = 64 * 1024;
+/** A log of keys that left under this size is copied out of the room it was written in. */
+const SMALL_LOG_BYTES = 1024 * 1024;
 
 /** A record's identity as one number: ip, port and type, ordered as byAddress orders rows. */
 export const packKey = (ip: number, port: number, type: number): number => ip * 262144 + port * 4 + type;
@@ -55,9 +58,12 @@ export class History {
   }
 }
 
+/** A column of 4 bytes a row, mapped by itself like the store's (see arena.ts): it goes back to the system with its store. */
+const rowColumn = (rows: number): Uint32Array => new Uint32Array(mappedBuffer(rows * 4), 0, rows);
+
 /** A history that begins with this snapshot: every row changed at it. */
 export function startHistory(rows: number, meta: StoreMeta, seq: number, nowMs: number): History {
-  const changedAt = new Uint32Array(rows).fill(seq);
+  const changedAt = rowColumn(rows).fill(seq);
   return new History(changedAt, [{ generatedAt: meta.generatedAt, content: meta.contentHash.slice(0, CONTENT_CHARS), seq, loadedAtMs: nowMs, left: NOTHING_LEFT }]);
 }
 
@@ -88,7 +94,7 @@ export async function carryHistory(prev: HistorySource | null, c: StoreColumns, 
   if (!prev || !last || (!sameSnapshot && meta.generatedAt <= last.generatedAt) || prev.meta.services.join('\0') !== meta.services.join('\0')) {
     return startHistory(c.rows, meta, seq, nowMs);
   }
-  const changedAt = new Uint32Array(c.rows);
+  const changedAt = rowColumn(c.rows);
   const left = await mergeRows(prev, c, changedAt, sameSnapshot ? last.seq : seq);
   const recent = prev.history.snapshots.filter((_, i, all) => i === all.length - 1 || all[i + 1].loadedAtMs >= nowMs - historyMs);
   return new History(changedAt, usable(sameSnapshot ? recent : [...recent, { generatedAt: meta.generatedAt, content, seq, loadedAtMs: nowMs, left }], c.rows));
@@ -132,14 +138,17 @@ interface Merge {
  * order, so both are read in sequence).
  */
 async function mergeRows(prev: HistorySource, c: StoreColumns, changedAt: Uint32Array, seq: number): Promise<Float64Array> {
-  const m: Merge = { p: prev.c, c, changedAt, seq, i: 0, j: 0, left: new Float64Array(1024), leftCount: 0, prevChanged: prev.history.changedAt };
+  // Room for every key of prev, mapped by itself: only the pages written cost memory, and nothing is copied as the log grows.
+  const room = new Float64Array(mappedBuffer(prev.c.byAddress.length * 8));
+  const m: Merge = { p: prev.c, c, changedAt, seq, i: 0, j: 0, left: room, leftCount: 0, prevChanged: prev.history.changedAt };
   const rows = c.byAddress.length;
   while (m.j < rows) {
     mergeSlice(m, Math.min(rows, m.j + MERGE_SLICE_ROWS));
     if (m.j < rows) await new Promise((resolve) => setImmediate(resolve));
   }
   while (m.i < m.p.byAddress.length) leave(m, m.p.byAddress[m.i++]);
-  return m.left.slice(0, m.leftCount);
+  // A short log gets a buffer of its size (the room goes at the next collection); a long one keeps the pages it wrote.
+  return m.leftCount * 8 < SMALL_LOG_BYTES ? m.left.slice(0, m.leftCount) : m.left.subarray(0, m.leftCount);
 }
 
 /** The merge up to position `stop` of the new store's address order. */
@@ -171,10 +180,5 @@ function mergeSlice(m: Merge, stop: number): void {
 
 /** Logs the key of `prev`'s row `r`, which the new store has not. */
 function leave(m: Merge, r: number): void {
-  if (m.leftCount === m.left.length) {
-    const grown = new Float64Array(m.left.length * 2);
-    grown.set(m.left);
-    m.left = grown;
-  }
   m.left[m.leftCount++] = packKey(m.p.ip[r], m.p.port[r], m.p.type[r]);
 }

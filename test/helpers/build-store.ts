@@ -7,7 +7,7 @@ import { buildStore } from '../../src/store/build.js';
 import type { StoreColumns, StoreMeta } from '../../src/store/columns.js';
 
 /** A store from records held as objects: each encoded, then read as the decoder reads a file. */
-export function buildFromRecords(proxies: readonly unknown[], services: readonly string[] = DEFAULT_SERVICES, generatedAt = 0): { columns: StoreColumns; meta: StoreMeta } {
+export function buildFromRecords(proxies: readonly unknown[], services: readonly string[] = DEFAULT_SERVICES, generatedAt = 0, release?: (x: RecordExtractor) => void): { columns: StoreColumns; meta: StoreMeta } {
   const packr = new Packr({ useRecords: false });
   const decoder = new RecordDecoder(services);
   const x = new RecordExtractor(services, proxies.length);
@@ -18,5 +18,5 @@ export function buildFromRecords(proxies: readonly unknown[], services: readonly
     decoder.read(bytes, 0);
     x.take(decoder, bytes, i);
   });
-  return buildStore(x, generatedAt, content.digest('base64url'));
+  return buildStore(x, generatedAt, content.digest('base64url'), release && (() => release(x)));
 }

@@ -84,6 +84,39 @@ test('bitsets agree with the columns, and custom services are honoured', () => {
   assert.is(s.serviceId.get('ozon'), 2);
 });
 
+test('services take the narrowest column their count fits, and every bit of 32 is kept', () => {
+  const names = (n: number) => Array.from({ length: n }, (_, i) => `s${i}`);
+  for (const [count, kind] of [[5, Uint8Array], [8, Uint8Array], [9, Uint16Array], [16, Uint16Array], [17, Uint32Array], [32, Uint32Array]] as const) {
+    const services = names(count);
+    const records = services.map((name, i) => ({ ...base, ip: `10.0.1.${i + 1}`, services: [name, services[0]] }));
+    const s = build(records, services);
+    assert.instance(s.c.services, kind, `${count} services`);
+    for (let r = 0; r < s.rows; r++) {
+      const i = (s.c.ip[r] & 255) - 1;
+      assert.is(s.c.services[r] >>> 0, ((1 << i) | 1) >>> 0, `${count} services, record of ${services[i]}`);
+      assert.ok(hasBit(s.serviceSets[i], r));
+    }
+  }
+});
+
+test('the build\'s scratch is detached before the last columns are written, and release is called then', () => {
+  let calls = 0;
+  let scratchLeft = -1;
+  let pingViewLength = -1;
+  const records = generateRecords({ records: 500, seed: 3, now: 2000000 });
+  const { columns } = buildFromRecords(records, undefined, 0, (x) => {
+    calls++;
+    scratchLeft = x.columns.scratch.byteLength;
+    pingViewLength = x.columns.ping.length;
+  });
+  assert.is(calls, 1);
+  assert.is(scratchLeft, 0, 'the scratch has no bytes when release is called');
+  assert.is(pingViewLength, 0, 'views of the scratch are empty');
+  assert.ok(columns.lines.off[columns.rows] > 0);
+  // The store is whole without it.
+  assert.is(new Store(columns, buildFromRecords(records).meta, { file: 'x', loadedAtMs: 0, generation: 1 }).rows, columns.rows);
+});
+
 test('the time prefix is found by binary search', () => {
   const s = build([1000, 999, 999, 998, 500].map((t, i) => ({ ...base, ip: `10.0.0.${i + 1}`, checked_at: t })));
   assert.is(s.prefixEnd(1001), 0);
