@@ -54,7 +54,7 @@ export function execute(store: Store, plan: Plan, end: number, scratch: QueryScr
  * selection), then the `offset` entries skipped. One per query.
  */
 class RowCheck {
-  private readonly pingRank: Uint32Array;
+  private readonly pingRank: Uint16Array | Uint32Array;
   private readonly works: Uint8Array;
   private readonly port: Uint16Array;
   private readonly addrId: Uint32Array;

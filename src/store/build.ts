@@ -36,8 +36,9 @@ export function recordColumns(capacity: number, services: number) {
     type: kept.u8(capacity),
     anon: kept.u8(capacity),
     works: kept.u8(capacity),
-    pingRank: kept.u32(capacity),
-    timeRank: kept.u32(capacity),
+    /** Room for 32 bits a record; the ranks narrow it to 16 when they fit (see narrowest). */
+    pingRank: kept.u32(capacity) as Uint16Array | Uint32Array,
+    timeRank: kept.u32(capacity) as Uint16Array | Uint32Array,
     ipOut: kept.u32(capacity),
     country: kept.u16(capacity),
     city: kept.u32(capacity),
@@ -70,10 +71,11 @@ const TABLE_SPAN = 1 << 20;
  * Writes the rank of each of values[0..n) among their distinct values (from
  * the largest when `fromEnd`) and returns those distinct values, ascending.
  * Whole numbers of a narrow span (times, pings in ms) are ranked through a
- * table indexed by value, others through a map. Both live in the heap of the
- * build's thread, which is gone with it.
+ * table indexed by value, others through a map; both are garbage once the
+ * ranks are written. The ranks go into the column `rankColumn` gives for the
+ * number of distinct values.
  */
-function rankValues(values: Float64Array | Uint32Array, n: number, rank: Uint32Array, fromEnd: boolean): Float64Array {
+function rankValues(values: Float64Array | Uint32Array, n: number, rankColumn: (distinct: number) => RankColumn, fromEnd: boolean): { distinct: Float64Array; rank: RankColumn } {
   let min = Infinity;
   let max = -Infinity;
   let whole = true;
@@ -102,9 +104,20 @@ function rankValues(values: Float64Array | Uint32Array, n: number, rank: Uint32A
     rankOf = (v) => index.get(v)!;
   }
   const last = distinct.length - 1;
+  const rank = rankColumn(distinct.length);
   for (let i = 0; i < n; i++) rank[i] = fromEnd ? last - rankOf(values[i]) : rankOf(values[i]);
-  return distinct;
+  return { distinct, rank };
 }
+
+type RankColumn = Uint16Array | Uint32Array;
+
+/**
+ * The column ranks among `distinct` values are written in: 16 bits of the
+ * 32-bit room when they fit, and the other half of the room is never
+ * touched, so it takes no memory.
+ */
+const narrowest = (room: RankColumn) => (distinct: number): RankColumn =>
+  distinct <= 65536 ? new Uint16Array(room.buffer, room.byteOffset, room.length) : room;
 
 /** One pass: each item written at most `maxBytes` long into the arena, then the block cut to size. */
 function byteStrings(arena: ColumnArena, count: number, maxBytes: number, write: (buf: Uint8Array, pos: number, row: number) => number): ByteStrings {
@@ -260,8 +273,12 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   const x = records.columns;
 
   // Pings and times become ranks: the store keeps the distinct values and their texts once.
-  const pingValues = rankValues(x.ping, m, x.pingRank, false);
-  const times = Uint32Array.from(rankValues(x.checkedAt, m, x.timeRank, true)).reverse();
+  const pings = rankValues(x.ping, m, narrowest(x.pingRank), false);
+  const checks = rankValues(x.checkedAt, m, narrowest(x.timeRank), true);
+  const pingValues = pings.distinct;
+  const times = Uint32Array.from(checks.distinct).reverse();
+  x.pingRank = pings.rank;
+  x.timeRank = checks.rank;
 
   // From here the raw pings and times are gone: the scratch is three lanes of ids and the digits.
   const capacity = x.ip.length;

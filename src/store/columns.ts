@@ -27,12 +27,12 @@ export interface StoreColumns {
   type: Uint8Array;
   anon: Uint8Array;
   works: Uint8Array;
-  /** Rank of the row's ping among `pingValues`: the ping filter and order compare ranks. */
-  pingRank: Uint32Array;
+  /** Rank of the row's ping among `pingValues`: the ping filter and order compare ranks (16 bits when they fit). */
+  pingRank: Uint16Array | Uint32Array;
   /** The distinct pings in whole milliseconds, ascending (Float64: the contract bounds ping_ms only below). */
   pingValues: Float64Array;
-  /** Rank of the row's checked_at among `times`; rows are in rank order. */
-  timeRank: Uint32Array;
+  /** Rank of the row's checked_at among `times`; rows are in rank order (16 bits when they fit). */
+  timeRank: Uint16Array | Uint32Array;
   /** The distinct checked_at values, descending. */
   times: Uint32Array;
   /** The address rows are answered from, as a number. */

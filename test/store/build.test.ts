@@ -151,6 +151,23 @@ test('pings and times are ranks into their distinct values; the ping bound is a 
   assert.is(s.pingRankAtMost(1e9), 3);
 });
 
+test('ranks take 16 bits while at most 65,536 values are distinct, 32 beyond', () => {
+  const narrow = build([300, 100].map((ping_ms, i) => ({ ...base, ip: `10.0.0.${i + 1}`, ping_ms })));
+  assert.instance(narrow.c.pingRank, Uint16Array);
+  assert.instance(narrow.c.timeRank, Uint16Array);
+  const n = 65_537;
+  const wide = build(Array.from({ length: n }, (_, i) => ({ ...base, ip: `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`, ping_ms: i, checked_at: 100_000 + i })));
+  assert.instance(wide.c.pingRank, Uint32Array);
+  assert.instance(wide.c.timeRank, Uint32Array);
+  assert.is(wide.rows, n);
+  for (let r = 0; r < n; r++) {
+    // Freshest first: row r was checked at 100_000 + n - 1 - r, with that ping.
+    assert.is(wide.c.times[wide.c.timeRank[r]], 100_000 + n - 1 - r);
+    assert.is(wide.c.pingValues[wide.c.pingRank[r]], n - 1 - r);
+  }
+  assert.is(wide.pingRankAtMost(65_536), 65_536);
+});
+
 test('a column arena that runs out of room gives columns of their own, never an error', () => {
   const arena = new ColumnArena(16);
   const a = arena.u32(3);
