@@ -40,8 +40,10 @@ test('instances at -3 s and +3 s: never more than 2 in any 5 s, and the daily li
       await res.arrayBuffer();
       return res.status;
     };
-    // The limiter connects in the background: wait for the first admission.
+    // Each instance's limiter connects in the background: wait until both say it is up, then for the first admission.
     const deadline = Date.now() + 10_000;
+    const limiterUp = async (port: number) => ((await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { limiter?: { up?: boolean } }).limiter?.up === true;
+    for (const port of ports) while (!(await limiterUp(port)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     while ((await ask(0, 'three-a-day')) === 503 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     const daily = [];
     for (let i = 1; i < 6; i++) daily.push(await ask(i, 'three-a-day'));
