@@ -12,11 +12,12 @@ const KEPT_COLUMNS = 11;
 
 /** Bytes a row's services take: one bit per service of the snapshot, in the narrowest whole column. */
 const serviceBytes = (services: number): 1 | 2 | 4 => (services <= 8 ? 1 : services <= 16 ? 2 : 4);
+
 /**
  * Working space per record: the raw ping (8) and checked_at (4) while the
  * records are read, then three lanes of row ids (4 each) and one of sort
  * digits (2) while the store is built. It is one buffer that the store never
- * holds, so the build's peak is the store and this, whatever the phase.
+ * holds, given back before the store's last columns are written (buildStore).
  */
 const SCRATCH_BYTES = 3 * 4 + 2;
 
@@ -234,7 +235,6 @@ function addressColumns(arena: ColumnArena, x: RecordColumns, kept: Uint32Array,
     addrPrint[j * 2] = prints[v * 2];
     addrPrint[j * 2 + 1] = prints[v * 2 + 1];
   }
-  detach(prints.buffer as ArrayBuffer);
   return { byAddress, addrId, addrPrint, addrCount };
 }
 
@@ -313,7 +313,8 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   for (let r = 0; r < rows; r++) rowOf[out[r]] = r;
 
   const arena = new ColumnArena(derivedBytes(rows, TYPES.length + ANONS.length + countries.length + services.length, records.cities.length, times.length));
-  const { byAddress, addrId, addrPrint, addrCount } = addressColumns(arena, x, kept, rowOf, recordPrints(x, m, pingValues, times, countries, records.cities));
+  const prints = recordPrints(x, m, pingValues, times, countries, records.cities);
+  const { byAddress, addrId, addrPrint, addrCount } = addressColumns(arena, x, kept, rowOf, prints);
 
   // The kept columns into row order, through a lane that is free again.
   const tmpOffset = freeLane(out).byteOffset;
@@ -334,8 +335,9 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   const rowDigits = digits.subarray(0, rows);
   const byPing = arena.copy(radixSortIndices(rowOrder(), [{ column: c.pingRank, descending: false }], lanes[1], rowDigits));
   const byWorks = arena.copy(radixSortIndices(rowOrder(), [{ column: c.works, descending: true }], lanes[1], rowDigits));
-  // The scratch is done with: it goes now, before the rest of the store is written, not with the build.
+  // The scratch and the prints are done with: they go now, before the rest of the store is written, not with the build.
   detach(x.scratch);
+  detach(prints.buffer as ArrayBuffer);
   release();
 
   const ipLen = arena.u8(rows);

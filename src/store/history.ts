@@ -126,7 +126,7 @@ interface Merge {
   /** The next position in each address order. */
   i: number;
   j: number;
-  left: Float64Array;
+  readonly left: Float64Array;
   leftCount: number;
 }
 
