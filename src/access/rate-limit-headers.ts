@@ -22,6 +22,9 @@ function policyOf(key: KeyEntry): string {
   return p;
 }
 
+/** Whether answers for `key` carry RateLimit fields: it has a frequency or a daily limit. */
+export const hasRateFields = (key: KeyEntry): boolean => (key.limits.perWindow !== null && key.limits.windowS !== null) || key.limits.daily !== null;
+
 export function rateLimitHeaders(key: KeyEntry, a: Allowance): Array<[string, string]> {
   const policy = policyOf(key);
   if (policy === '') return [];

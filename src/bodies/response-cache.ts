@@ -16,6 +16,14 @@ export interface CachedBody {
   ends: Uint32Array | null;
 }
 
+/**
+ * A JSON body narrowed from a wider one is a view of its bytes, then its
+ * close: two writes to the socket, the close a packet of its own that the
+ * client wakes up for. One up to this long is joined into one buffer
+ * instead; beside a longer one, one more write is nothing.
+ */
+const JOINED_BYTES = 1024 * 1024;
+
 /** How many of the ascending `rows` are below `end`. */
 export function countBelow(rows: Uint32Array, end: number): number {
   let lo = 0;
@@ -97,7 +105,15 @@ export class ResponseCache {
     if (cached.end === end) return cached;
     const k = countBelow(cached.rows!, end);
     if (k === cached.rows!.length) return cached;
-    const narrowed = narrowBody(store, plan, { bytes: cached.bytes, rows: cached.rows!, ends: cached.ends }, k);
+    let narrowed = narrowBody(store, plan, { bytes: cached.bytes, rows: cached.rows!, ends: cached.ends }, k);
+    const total = narrowed.bytes.length + (narrowed.tail?.length ?? 0);
+    if (narrowed.tail && total <= Math.min(JOINED_BYTES, this.lru!.maxEntrySize)) {
+      // Copied once here, for every request of the window that follows.
+      const joined = new Uint8Array(Buffer.allocUnsafeSlow(total).buffer, 0, total);
+      joined.set(narrowed.bytes);
+      joined.set(narrowed.tail, narrowed.bytes.length);
+      narrowed = { ...narrowed, bytes: joined, tail: null };
+    }
     this.offer(key, { ...narrowed, end }, true);
     return narrowed;
   }

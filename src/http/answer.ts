@@ -8,7 +8,8 @@ import type { Source } from '../bodies/body.js';
 import type { Encoding } from '../bodies/encoding.js';
 import { HTTP_FAILURES } from './failures.js';
 import type { Exchange } from './exchange.js';
-import type { Headers, Sender } from './sender.js';
+import { head, type Head, type Headers } from './head.js';
+import type { Sender } from './sender.js';
 
 const TEXT = 'text/plain; charset=utf-8';
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -41,7 +42,7 @@ export interface Validators {
 }
 
 /** The headers of a 200 in `encoding`, or of a 304 (encoding null): the same but for the content coding. */
-export function answerHeaders(plan: Plan, encoding: Encoding | null, v: Validators): Headers {
+function answerHeaders(plan: Plan, encoding: Encoding | null, v: Validators): Headers {
   const headers: Array<readonly [string, string]> = [...FIXED[plan.get][encoding ?? 'identity'], ['ETag', v.etag], ['Snapshot-Generated-At', String(v.store.meta.generatedAt)]];
   if (v.cursor !== null) headers.push(['List-Cursor', v.cursor]);
   if (v.reset) headers.push(['List-Reset', '1']);
@@ -73,12 +74,27 @@ export const windowEnd = (store: Store, plan: Plan, nowMs: number): number => st
  * source.
  */
 export class Answers {
+  /** Per plan, its last head of a 200 and of a 304: polling clients get the same one again and again. */
+  private readonly okHeads = new WeakMap<Plan, RememberedHead>();
+  private readonly notModifiedHeads = new WeakMap<Plan, RememberedHead>();
+  /** Per plan, its last cursor: it changes once a second at most. */
+  private readonly cursors = new WeakMap<Plan, { generation: number; second: number; cursor: string }>();
+
   constructor(private readonly bodies: BodySources, readonly tagger: Tagger, private readonly sender: Sender) {}
 
   select(store: Store, plan: Plan, nowMs: number, end = windowEnd(store, plan, nowMs)): Selection {
     const nowS = Math.floor(nowMs / 1000);
-    const cursor = plan.since !== null || carriesCursor(plan) ? cursorOf(store, plan, nowS) : null;
+    const cursor = plan.since !== null || carriesCursor(plan) ? this.cursor(store, plan, nowS) : null;
     return { store, plan, end, nowMs, etag: this.tagger.etag(store, plan, end, nowS), cursor, reset: plan.since !== null && changesStart(store, plan) < 0 };
+  }
+
+  private cursor(store: Store, plan: Plan, nowS: number): string {
+    const generation = store.source.generation;
+    const r = this.cursors.get(plan);
+    if (r !== undefined && r.generation === generation && r.second === nowS) return r.cursor;
+    const cursor = cursorOf(store, plan, nowS);
+    this.cursors.set(plan, { generation, second: nowS, cursor });
+    return cursor;
   }
 
   /** The change set of a selection whose plan has a cursor; its upserts stay valid until the next query runs. */
@@ -91,26 +107,51 @@ export class Answers {
     return this.bodies.source(s.store, s.plan, s.end, s.nowMs, encoding, shared, changes);
   }
 
-  /** 200 with the body of `source`, the selection's own unless given. */
+  /** 200 with the body of `source`, the selection's own unless given: at once, or once its length is known. */
   ok(ex: Exchange, s: Selection, encoding: Encoding | null, rate: Headers, source = this.source(s, encoding)): void {
-    answerWith(this.sender, ex, s.plan, source, validators(s, rate));
+    const v = validators(s, rate);
+    const send = (): void => this.sender.body(ex, this.head(this.okHeads, OK, s.plan, source.encoding, v), source.open());
+    if (source.total >= 0) return send();
+    // The body is being produced: the answer is written once its length (and its coding: a compression may fall back to the plain body) is known.
+    ex.defer<boolean>((settle) => source.whenReady(settle), (ok) => (ok ? send() : this.sender.error(ex, HTTP_FAILURES.internal)));
   }
 
   /** 304: the client has the body, and the cursor it came with. */
   notModified(ex: Exchange, plan: Plan, v: Validators): void {
-    this.sender.notModified(ex, answerHeaders(plan, null, { ...v, cursor: null, reset: false }));
+    this.sender.notModified(ex, this.head(this.notModifiedHeads, NOT_MODIFIED, plan, null, { ...v, cursor: null, reset: false }));
   }
+
+  /**
+   * The head of an answer to `plan`: the one `memo` remembers for the plan
+   * when made from the same validators, else a new one, then remembered.
+   * Heads with RateLimit fields are the key's and the moment's: never kept.
+   */
+  private head(memo: WeakMap<Plan, RememberedHead>, status: string, plan: Plan, encoding: Encoding | null, v: Validators): Head {
+    if (v.rate.length > 0) return head(status, answerHeaders(plan, encoding, v));
+    const generation = v.store.source.generation;
+    const r = memo.get(plan);
+    if (r !== undefined && r.generation === generation && r.encoding === encoding && r.etag === v.etag && r.cursor === v.cursor && r.reset === v.reset) return r.head;
+    const h = head(status, answerHeaders(plan, encoding, v));
+    // The snapshot by generation, never the store: plans outlive stores.
+    memo.set(plan, { generation, encoding, etag: v.etag, cursor: v.cursor, reset: v.reset, head: h });
+    return h;
+  }
+}
+
+const OK = '200 OK';
+const NOT_MODIFIED = '304 Not Modified';
+
+/** A head, and the validators it was made from. */
+interface RememberedHead {
+  generation: number;
+  encoding: Encoding | null;
+  etag: string;
+  cursor: string | null;
+  reset: boolean;
+  head: Head;
 }
 
 /** What a selection's answers say besides the body. */
 export const validators = (s: Selection, rate: Headers, etag = s.etag): Validators => ({ etag, store: s.store, rate, cursor: s.cursor, reset: s.reset });
 
 export type Changes = ReturnType<BodySources['changes']>;
-
-/** Answers 200 with the body of `source`, at once or once its length is known. */
-function answerWith(sender: Sender, ex: Exchange, plan: Plan, source: Source, v: Validators): void {
-  const send = (): void => sender.body(ex, '200 OK', answerHeaders(plan, source.encoding, v), source.open());
-  if (source.total >= 0) return send();
-  // The body is being produced: the answer is written once its length (and its coding: a compression may fall back to the plain body) is known.
-  ex.defer<boolean>((settle) => source.whenReady(settle), (ok) => (ok ? send() : sender.error(ex, HTTP_FAILURES.internal)));
-}

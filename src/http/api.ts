@@ -4,7 +4,7 @@ import { clientAddress, parseAddress, subnetOf, type AddressSet } from '../acces
 import type { KeysFeed } from '../access/keys-feed.js';
 import type { KeyEntry } from '../access/keys.js';
 import type { Limiter, Verdict } from '../access/limiter.js';
-import { rateLimitHeaders } from '../access/rate-limit-headers.js';
+import { hasRateFields, rateLimitHeaders } from '../access/rate-limit-headers.js';
 import type { QueryMemo } from '../query/query-memo.js';
 import { DEFAULT_SERVICES } from '../core/vocabulary.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
@@ -15,11 +15,14 @@ import { HTTP_FAILURES, limitFailure } from './failures.js';
 import { Codings } from './encoding.js';
 import type { Exchange } from './exchange.js';
 import type { Metrics } from './metrics.js';
-import type { Headers, Sender } from './sender.js';
+import type { Headers } from './head.js';
+import type { Sender } from './sender.js';
 import type { HttpRequest } from './uws.js';
 import type { Waiters } from './waiters.js';
 
 export const MAX_TARGET_BYTES = 8192;
+/** A query this long fits the limit with any path of a few hundred bytes, even as 3-byte UTF-8 throughout. */
+const SHORT_QUERY_CHARS = MAX_TARGET_BYTES / 3 - 256;
 const NO_HEADERS: Headers = [];
 
 /** The request headers an answer needs, read before the handler returns. */
@@ -84,7 +87,7 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
 
   /** The checks of the README's Errors after the limits, once the limiter has decided, then the answer. */
   const admitted = (ex: Exchange, memo: MemoEntry, entry: KeyEntry, verdict: Verdict, headers: RequestHeaders, nowMs: number, monoMs: number): void => {
-    const allowance = verdict.allowance !== undefined ? verdict.allowance : deps.limiter.allowance(entry, nowMs, monoMs);
+    const allowance = !hasRateFields(entry) ? null : verdict.allowance !== undefined ? verdict.allowance : deps.limiter.allowance(entry, nowMs, monoMs);
     const rate = allowance ? rateLimitHeaders(entry, allowance) : NO_HEADERS;
     if (!verdict.ok) {
       if (verdict.reason.limit !== 'unavailable') deps.metrics.rejected(verdict.reason.limit);
@@ -115,7 +118,8 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
 
   return (ex, req) => {
     const query = req.getQuery();
-    if (targetTooLong(req.getUrl(), query)) return sender.error(ex, HTTP_FAILURES.uriTooLong);
+    // The path of this route is short: only a long query can make the target too long.
+    if (query !== undefined && query.length > SHORT_QUERY_CHARS && targetTooLong(req.getUrl(), query)) return sender.error(ex, HTTP_FAILURES.uriTooLong);
     const memo = deps.queries.read(query);
     const raw = memo.raw;
 

@@ -5,6 +5,7 @@ import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import { createApiHandler, targetTooLong, type ApiDeps } from './api.js';
 import { Exchange, type RouteAccount } from './exchange.js';
 import { HTTP_FAILURES, type HttpFailure } from './failures.js';
+import { head } from './head.js';
 import { healthReport } from './health.js';
 import { Pages } from './pages.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -40,9 +41,11 @@ type UwsHandler = (res: HttpResponse, req: HttpRequest) => void;
 const byMethod = (head: UwsHandler, other: UwsHandler): UwsHandler => (res, req) => (req.getMethod() === 'head' ? head : other)(res, req);
 
 const JSON_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-store']] as const;
+const HEALTHY = head('200 OK', JSON_HEADERS);
+const UNHEALTHY = head('503 Service Unavailable', JSON_HEADERS);
 /** The OpenAPI document of the service (openapi.json), as the repository holds it. */
 const OPENAPI = readFileSync(new URL('../../../openapi.json', import.meta.url));
-const OPENAPI_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-cache']] as const;
+const OPENAPI_HEAD = head('200 OK', [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-cache']]);
 
 export interface AppDeps extends ApiDeps {
   life: Lifecycle;
@@ -93,6 +96,8 @@ export function createApp(deps: AppDeps): TemplatedApp {
       } catch {
         res.close();
       }
+    } finally {
+      ex.inHandler = false;
     }
   };
 
@@ -110,7 +115,7 @@ export function createApp(deps: AppDeps): TemplatedApp {
   const api = createApiHandler(deps);
   const health: Handler = (ex) => {
     const report = healthReport(deps.feed, deps.keys, deps.life);
-    sender.bytes(ex, report.ready ? '200 OK' : '503 Service Unavailable', JSON_HEADERS, Buffer.from(report.body));
+    sender.bytes(ex, report.ready ? HEALTHY : UNHEALTHY, Buffer.from(report.body));
   };
   /** The peer may read /metrics and /usage (`--metrics-allow`). */
   const operator = (ex: Exchange): boolean => {
@@ -126,7 +131,7 @@ export function createApp(deps: AppDeps): TemplatedApp {
           settle(null);
         });
       },
-      (text) => (text !== null ? sender.bytes(ex, '200 OK', [['Content-Type', contentType], ['Cache-Control', 'no-store']], Buffer.from(text)) : sender.error(ex, failure)),
+      (text) => (text !== null ? sender.bytes(ex, head('200 OK', [['Content-Type', contentType], ['Cache-Control', 'no-store']]), Buffer.from(text)) : sender.error(ex, failure)),
     );
   };
   const metrics: Handler = (ex) => {
@@ -138,7 +143,7 @@ export function createApp(deps: AppDeps): TemplatedApp {
     const kind = deps.life.limiter ? 'redis' : 'memory';
     later(ex, usageReport(deps.keys.table, deps.limiter, kind, deps.clock.nowMs()), JSON_HEADERS[0][1], HTTP_FAILURES.usageUnavailable, 'usage_failed');
   };
-  const openapi: Handler = (ex) => sender.bytes(ex, '200 OK', OPENAPI_HEADERS, OPENAPI);
+  const openapi: Handler = (ex) => sender.bytes(ex, OPENAPI_HEAD, OPENAPI);
   const notAllowed: Handler = (ex, req) => {
     if (targetTooLong(req.getUrl(), req.getQuery())) return sender.error(ex, HTTP_FAILURES.uriTooLong);
     sender.error(ex, HTTP_FAILURES.methodNotAllowed, [['Allow', 'GET, HEAD']]);

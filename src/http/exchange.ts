@@ -20,6 +20,13 @@ export class Exchange {
   bytes = 0;
   /** The name the access log gives the key, once known. */
   keyLabel: string | null = null;
+  /**
+   * The request's handler is running (the exchange is made there, and the
+   * guard around it clears this when it returns): uWebSockets.js corked the
+   * socket before it called the handler, so what is written meanwhile goes
+   * out in one go when the handler returns.
+   */
+  inHandler = true;
   /** Runs once if the client goes away before the response is done. */
   private abortHook: (() => void) | null = null;
   private watched = false;
@@ -70,6 +77,16 @@ export class Exchange {
       if (!this.aborted) settled(outcome);
     });
     if (!this.answered) this.onAbort(stop ?? null);
+  }
+
+  /**
+   * Runs `write`, which writes to the response, with the socket corked:
+   * the status, headers and body go out together. Inside the handler it
+   * already is; later, `cork` does it (and calls back into JavaScript).
+   */
+  write(write: () => void): void {
+    if (this.inHandler) write();
+    else this.res.cork(write);
   }
 
   /** Records the answer (status, announced length) and accounts for it. */

@@ -9,7 +9,8 @@ import type { Logger } from '../core/log.js';
 import { ifNoneMatch } from './conditional.js';
 import { Codings } from './encoding.js';
 import type { Exchange } from './exchange.js';
-import type { Headers, Sender } from './sender.js';
+import { head, type Head } from './head.js';
+import type { Sender } from './sender.js';
 
 /** The pages' own files (web/), and those of the API reference's renderer, from its npm package. */
 const WEB = fileURLToPath(new URL('../../../web/', import.meta.url));
@@ -34,7 +35,8 @@ interface Page {
   path: string;
   bytes: Buffer;
   etag: string;
-  headers: Record<'identity' | Encoding, Headers>;
+  /** The heads of a 200 in each coding, and of a 304. */
+  heads: Record<'identity' | Encoding | 'notModified', Head>;
   /** The encoded bytes once compressed, or `pending` while they are. */
   encoded: Partial<Record<Encoding, Buffer | 'pending'>>;
 }
@@ -61,19 +63,25 @@ export class Pages {
       const bytes = readFileSync(file);
       const etag = `W/"${createHash('sha256').update(bytes).digest('base64url').slice(0, 22)}"`;
       const fixed: Array<[string, string]> = [['Content-Type', type], ['Cache-Control', 'no-cache'], ['ETag', etag], ['Vary', 'Accept-Encoding'], ['X-Content-Type-Options', 'nosniff']];
-      this.pages.set(path, { path, bytes, etag, encoded: {}, headers: { identity: fixed, br: [...fixed, ['Content-Encoding', 'br']], gzip: [...fixed, ['Content-Encoding', 'gzip']] } });
+      const heads = {
+        identity: head('200 OK', fixed),
+        br: head('200 OK', [...fixed, ['Content-Encoding', 'br']]),
+        gzip: head('200 OK', [...fixed, ['Content-Encoding', 'gzip']]),
+        notModified: head('304 Not Modified', fixed),
+      };
+      this.pages.set(path, { path, bytes, etag, encoded: {}, heads });
     }
   }
 
   /** Answers GET or HEAD of `path`, one of `paths`. */
   answer(ex: Exchange, sender: Sender, path: string, acceptEncoding: string, ifNoneMatchHeader: string): void {
     const page = this.pages.get(path)!;
-    if (ifNoneMatchHeader !== '' && ifNoneMatch(ifNoneMatchHeader, page.etag)) return sender.notModified(ex, page.headers.identity);
+    if (ifNoneMatchHeader !== '' && ifNoneMatch(ifNoneMatchHeader, page.etag)) return sender.notModified(ex, page.heads.notModified);
     const coding = page.bytes.length >= MIN_ENCODED_BYTES ? this.codings.negotiate(acceptEncoding) : null;
     const encoded = coding ? page.encoded[coding] : undefined;
-    if (coding && encoded instanceof Buffer) return sender.bytes(ex, '200 OK', page.headers[coding], encoded);
+    if (coding && encoded instanceof Buffer) return sender.bytes(ex, page.heads[coding], encoded);
     if (coding && encoded === undefined) this.compress(page, coding);
-    sender.bytes(ex, '200 OK', page.headers.identity, page.bytes);
+    sender.bytes(ex, page.heads.identity, page.bytes);
   }
 
   private compress(page: Page, coding: Encoding): void {

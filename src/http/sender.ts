@@ -2,9 +2,7 @@ import { BytesBody, type Body } from '../bodies/body.js';
 import type { Logger } from '../core/log.js';
 import type { Exchange } from './exchange.js';
 import type { HttpFailure } from './failures.js';
-import type { HttpResponse } from './uws.js';
-
-export type Headers = ReadonlyArray<readonly [string, string]>;
+import { head, type Head, type Headers } from './head.js';
 
 /** A response whose body the socket could not take at once. */
 class Outgoing {
@@ -21,7 +19,7 @@ class Outgoing {
   /** Waiting in the queue of bodies to write more of. */
   queued = false;
   /** Set for a body whose status and headers are written in its first turn. */
-  head: { status: string; headers: Headers } | null = null;
+  head: Head | null = null;
 
   constructor(readonly ex: Exchange, readonly body: Body, public current: Uint8Array) {}
 }
@@ -74,6 +72,8 @@ export class Sender {
   private readonly queue: Outgoing[] = [];
   private draining = false;
   private pusher: NodeJS.Timeout | null = null;
+  /** The heads of the catalogue's fixed failures (HTTP_FAILURES), made once each. */
+  private readonly errorHeads = new WeakMap<HttpFailure, Head>();
 
   constructor(private readonly log: Logger) {}
 
@@ -83,75 +83,63 @@ export class Sender {
   }
 
   /** Answers with bytes in memory, which must not change until they are sent. */
-  bytes(ex: Exchange, status: string, headers: Headers, bytes: Uint8Array): void {
-    if (ex.head) {
-      this.body(ex, status, headers, new BytesBody(bytes));
-      return;
-    }
-    // The common small answer: no body object unless the socket holds it back.
-    const total = bytes.length;
-    ex.answer(status, total);
-    const res = ex.res;
-    res.cork(() => {
-      writeHead(res, status, headers);
-      const base = res.getWriteOffset();
-      const [, finished] = res.tryEnd(bytes, total);
-      if (finished) return;
-      const o = new Outgoing(ex, new BytesBody(bytes), bytes);
-      o.base = base;
-      this.hold(o, res.getWriteOffset());
-    });
+  bytes(ex: Exchange, h: Head, bytes: Uint8Array): void {
+    this.body(ex, h, new BytesBody(bytes));
   }
 
   /** Answers with a body of pieces. A HEAD answer announces its length and reads none of it. */
-  body(ex: Exchange, status: string, headers: Headers, body: Body): void {
+  body(ex: Exchange, h: Head, body: Body): void {
     if (ex.aborted) {
       body.release();
       return;
     }
-    ex.answer(status, body.total);
+    ex.answer(h.status, body.total);
     if (!ex.head && body.total > INLINE_BYTES) {
       // Many large bodies may become ready at once (readers of one production): each is begun in turn.
       const o = new Outgoing(ex, body, EMPTY);
-      o.head = { status, headers };
+      o.head = h;
       this.hold(o, 0);
       this.enqueue(o);
       return;
     }
-    const res = ex.res;
-    res.cork(() => {
-      writeHead(res, status, headers);
+    ex.write(() => {
+      const res = ex.res;
+      res.writeStatus(h.bytes);
       if (ex.head) {
         res.writeHeader('Content-Length', String(body.total));
         res.endWithoutBody();
         body.release();
         return;
       }
+      // The write offset counts body bytes only: nothing of the body is written yet.
       const first = body.piece(0) ?? EMPTY;
+      if (first.length === body.total) {
+        // The whole body in one piece, the common answer: no pending state unless the socket holds some back.
+        const [, finished] = res.tryEnd(first, body.total);
+        if (finished) body.release();
+        else this.hold(new Outgoing(ex, body, first), res.getWriteOffset());
+        return;
+      }
       const o = new Outgoing(ex, body, first);
-      o.base = res.getWriteOffset();
-      const [, finished] = this.sendRest(o, o.base);
+      const [, finished] = this.sendRest(o, 0);
       if (finished) body.release();
       else this.hold(o, res.getWriteOffset());
     });
   }
 
-  /** A 304: status and headers, no body and no length (RFC 9110 15.4.5). */
-  notModified(ex: Exchange, headers: Headers): void {
+  /** A 304 (its head says so): status and headers, no body and no length (RFC 9110 15.4.5). */
+  notModified(ex: Exchange, h: Head): void {
     if (ex.aborted) return;
-    ex.answer('304 Not Modified', 0);
-    const res = ex.res;
-    res.cork(() => {
-      writeHead(res, '304 Not Modified', headers);
-      res.endWithoutBody();
+    ex.answer(h.status, 0);
+    ex.write(() => {
+      ex.res.writeStatus(h.bytes);
+      ex.res.endWithoutBody();
     });
   }
 
   /** A one-line `Error: ...` answer of the catalogue (README, Errors), with its Retry-After. */
   error(ex: Exchange, failure: HttpFailure, extra: Headers = []): void {
-    const retry: Headers = failure.retryAfterS === undefined ? [] : [['Retry-After', String(failure.retryAfterS)]];
-    const headers: Headers = extra.length === 0 && retry.length === 0 ? ERROR_HEADERS : [...ERROR_HEADERS, ...retry, ...extra];
-    this.bytes(ex, failure.status, headers, encoder.encode(`Error: ${failure.message}`));
+    this.bytes(ex, this.errorHead(failure, extra), encoder.encode(`Error: ${failure.message}`));
   }
 
   /**
@@ -161,11 +149,22 @@ export class Sender {
   errorAndClose(ex: Exchange, failure: HttpFailure): void {
     const body = encoder.encode(`Error: ${failure.message}`);
     ex.answer(failure.status, body.length);
-    const res = ex.res;
-    res.cork(() => {
-      writeHead(res, failure.status, ERROR_HEADERS);
-      res.end(body, true);
+    ex.write(() => {
+      ex.res.writeStatus(this.errorHead(failure, []).bytes);
+      ex.res.end(body, true);
     });
+  }
+
+  /** The head of an error answer: its status, the error headers, its Retry-After and `extra`. */
+  private errorHead(failure: HttpFailure, extra: Headers): Head {
+    const fixed = extra.length === 0;
+    let h = fixed ? this.errorHeads.get(failure) : undefined;
+    if (h === undefined) {
+      const retry: Headers = failure.retryAfterS === undefined ? [] : [['Retry-After', String(failure.retryAfterS)]];
+      h = head(failure.status, [...ERROR_HEADERS, ...retry, ...extra]);
+      if (fixed) this.errorHeads.set(failure, h);
+    }
+    return h;
   }
 
   /** Gives up every body still being sent (at the end of a graceful stop). */
@@ -202,7 +201,7 @@ export class Sender {
     const stopAt = offset + SLICE_BYTES;
     try {
       for (;;) {
-        if (offset >= stopAt || performance.now() > deadline) {
+        if (offset >= stopAt || (deadline !== Infinity && performance.now() > deadline)) {
           this.enqueue(o);
           return [true, false];
         }
@@ -252,7 +251,7 @@ export class Sender {
       o.wroteAtMs = performance.now();
       res.cork(() => {
         if (o.head) {
-          writeHead(res, o.head.status, o.head.headers);
+          res.writeStatus(o.head.bytes);
           o.head = null;
           o.base = res.getWriteOffset();
           o.current = o.body.piece(0) ?? EMPTY;
@@ -306,8 +305,3 @@ export class Sender {
 }
 
 const ERROR_HEADERS: Headers = [['Content-Type', TEXT], ['Cache-Control', 'no-store']];
-
-function writeHead(res: HttpResponse, status: string, headers: Headers): void {
-  res.writeStatus(status);
-  for (let i = 0; i < headers.length; i++) res.writeHeader(headers[i][0], headers[i][1]);
-}

@@ -10,7 +10,8 @@ import { isEmpty } from '../query/changes.js';
 import { windowEnd, type Answers, type Changes, type Selection } from './answer.js';
 import type { Exchange } from './exchange.js';
 import { HTTP_FAILURES } from './failures.js';
-import type { Headers, Sender } from './sender.js';
+import type { Headers } from './head.js';
+import type { Sender } from './sender.js';
 
 /** How often held requests are looked at: deadlines, and the second turning (rows leave the window on whole seconds). */
 const TICK_MS = 100;

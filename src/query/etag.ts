@@ -14,6 +14,8 @@ interface Remembered {
   /** The second, for a change set; -1 for the others. */
   second: number;
   tag: string;
+  /** The ETag header of `tag`, once asked for. */
+  etag?: string;
 }
 
 /**
@@ -47,19 +49,26 @@ export class Tagger {
    * named by its cursor and the second, which its body carries.
    */
   selectionTag(store: Store, plan: Plan, end: number, nowS: number): string {
-    const r = this.remembered.get(plan);
-    const generation = store.source.generation;
-    const second = plan.since ? nowS : -1;
-    if (r !== undefined && r.generation === generation && r.end === end && r.second === second) return r.tag;
-    const tag = plan.since ? this.hash(store, plan).update(String(nowS)).digest('base64url').slice(0, TAG_CHARS) : this.compute(store, plan, end);
-    this.remembered.set(plan, { generation, end, second, tag });
-    return tag;
+    return this.remember(store, plan, end, nowS).tag;
   }
 
   /** The ETag header of an answer: every random order has one of its own. */
   etag(store: Store, plan: Plan, end: number, nowS: number): string {
-    const tag = this.selectionTag(store, plan, end, nowS);
-    return plan.sort === 'random' ? `W/"${tag}${randomBytes(9).toString('base64url')}"` : `W/"${tag}"`;
+    const r = this.remember(store, plan, end, nowS);
+    if (plan.sort === 'random') return `W/"${r.tag}${randomBytes(9).toString('base64url')}"`;
+    // Made once per tag: answers whose heads are remembered compare it by identity.
+    return (r.etag ??= `W/"${r.tag}"`);
+  }
+
+  private remember(store: Store, plan: Plan, end: number, nowS: number): Remembered {
+    const r = this.remembered.get(plan);
+    const generation = store.source.generation;
+    const second = plan.since ? nowS : -1;
+    if (r !== undefined && r.generation === generation && r.end === end && r.second === second) return r;
+    const tag = plan.since ? this.hash(store, plan).update(String(nowS)).digest('base64url').slice(0, TAG_CHARS) : this.compute(store, plan, end);
+    const fresh: Remembered = { generation, end, second, tag };
+    this.remembered.set(plan, fresh);
+    return fresh;
   }
 
   private compute(store: Store, plan: Plan, end: number): string {

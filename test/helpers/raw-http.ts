@@ -4,6 +4,8 @@ export interface RawResponse {
   status: number;
   /** Header names in lower case. */
   headers: Map<string, string>;
+  /** The lines of the head as they came, the status line first. */
+  lines: string[];
   body: Buffer;
 }
 
@@ -87,6 +89,6 @@ export class RawConnection {
     this.pending = this.pending.subarray(end);
     const { resolve } = this.waiting;
     this.waiting = null;
-    resolve({ status, headers, body });
+    resolve({ status, headers, lines, body });
   }
 }
