@@ -10,7 +10,11 @@
  *   a window that moves every second, empty answers), also against nginx
  *   serving the same bytes from pre-rendered files (contenders/nginx.ts).
  * wrk 1 thread x 64 connections on core 1, servers on core 0; the median of
- * 3 runs of 10 s (1 run of 3 s with --quick).
+ * 3 runs of 10 s (1 run of 3 s with --quick). Before each run of a
+ * contender, the bodies are captured from this server again and the
+ * contender started on them: the snapshot does not change during the
+ * benchmark, so its windows narrow as it ages, and bodies captured once
+ * would be larger than those this server answers by the last run.
  * Run: npm run bench:ratios [-- --quick] [-- --records N] [-- --only B1,B8]
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -61,35 +65,40 @@ async function runSize(records: number, work: string): Promise<{ records: number
     await waitFor(`http://127.0.0.1:${serverPort}/health`, 180_000, (s) => s === 200);
     for (const [i, w] of workloads.entries()) {
       const paths = w.mix.map((q) => `/api?key=${BENCH_KEY}${q ? '&' + q : ''}`);
-      const dir = join(work, `bodies-${records}-${w.id}`);
-      mkdirSync(dir, { recursive: true });
-      const { index, captured } = await captureBodies(serverPort, paths, dir, w.headers);
-      const ceiling = startPinned(process.execPath, [here('./contenders/ceiling.js'), index, String(ceilingPorts[i])]);
-      const nginx = w.nginx ? startNginx(captured, nginxPort, join(dir, 'nginx')) : null;
-      try {
-        await waitFor(`http://127.0.0.1:${ceilingPorts[i]}${paths[0]}`, 60_000, (s) => s === 200);
-        if (nginx) await waitFor(`http://127.0.0.1:${nginxPort}${paths[0]}`, 60_000, (s) => s === 200);
-        const o: WrkOptions = { headers: w.headers };
-        const contenders = [serverPort, ceilingPorts[i], ...(nginx ? [nginxPort] : [])];
-        for (const port of contenders) wrk(port, paths, 2, work, o); // warm-up
-        const runs: WrkResult[][] = contenders.map(() => []);
-        for (let r = 0; r < RUNS; r++) contenders.forEach((port, c) => runs[c].push(wrk(port, paths, SECONDS, work, o)));
-        const m = (rs: WrkResult[]) => ({ ...rs.find((x) => x.rps === median(rs.map((y) => y.rps)))!, runs_rps: rs.map((x) => x.rps) });
-        const [ours, top, other] = runs;
-        const row: WorkloadRow = {
-          id: w.id, workload: w.name, records,
-          proxylist: m(ours),
-          ceiling: m(top),
-          ratio: round2(median(ours.map((x) => x.rps)) / median(top.map((x) => x.rps))),
-          ...(other ? { nginx: m(other), ratio_nginx: round2(median(ours.map((x) => x.rps)) / median(other.map((x) => x.rps))) } : {}),
-        };
-        const vsNginx = row.nginx ? `; nginx ${row.nginx.rps} = ${row.ratio_nginx}x (runs ${row.nginx.runs_rps.join(', ')})` : '';
-        console.error(`[${records}] ${w.id} ${w.name}: ${row.proxylist.rps} vs ${row.ceiling.rps} req/s = ${row.ratio}x (runs ${row.proxylist.runs_rps.join(', ')} / ${row.ceiling.runs_rps.join(', ')})${vsNginx}`);
-        out.push(row);
-      } finally {
-        await stop(ceiling);
-        if (nginx) await stop(nginx);
+      const o: WrkOptions = { headers: w.headers };
+      const others = [{ name: 'ceiling', port: ceilingPorts[i] }, ...(w.nginx ? [{ name: 'nginx', port: nginxPort }] : [])];
+      wrk(serverPort, paths, 2, work, o); // warm-up
+      const runs: WrkResult[][] = [[], ...others.map(() => [])];
+      for (let r = 0; r < RUNS; r++) {
+        runs[0].push(wrk(serverPort, paths, SECONDS, work, o));
+        for (const [c, other] of others.entries()) {
+          // The bytes the server answers now: windows narrow as the static snapshot ages, and a body captured once would grow stale.
+          const dir = join(work, `bodies-${records}-${w.id}-${r}-${other.name}`);
+          mkdirSync(dir, { recursive: true });
+          const { index, captured } = await captureBodies(serverPort, paths, dir, w.headers);
+          const child = other.name === 'ceiling' ? startPinned(process.execPath, [here('./contenders/ceiling.js'), index, String(other.port)]) : startNginx(captured, other.port, join(dir, 'nginx'));
+          try {
+            await waitFor(`http://127.0.0.1:${other.port}${paths[0]}`, 60_000, (s) => s === 200);
+            wrk(other.port, paths, 2, work, o); // warm-up
+            runs[c + 1].push(wrk(other.port, paths, SECONDS, work, o));
+          } finally {
+            await stop(child);
+            rmSync(dir, { recursive: true, force: true });
+          }
+        }
       }
+      const m = (rs: WrkResult[]) => ({ ...rs.find((x) => x.rps === median(rs.map((y) => y.rps)))!, runs_rps: rs.map((x) => x.rps) });
+      const [ours, top, other] = runs;
+      const row: WorkloadRow = {
+        id: w.id, workload: w.name, records,
+        proxylist: m(ours),
+        ceiling: m(top),
+        ratio: round2(median(ours.map((x) => x.rps)) / median(top.map((x) => x.rps))),
+        ...(other ? { nginx: m(other), ratio_nginx: round2(median(ours.map((x) => x.rps)) / median(other.map((x) => x.rps))) } : {}),
+      };
+      const vsNginx = row.nginx ? `; nginx ${row.nginx.rps} = ${row.ratio_nginx}x (runs ${row.nginx.runs_rps.join(', ')})` : '';
+      console.error(`[${records}] ${w.id} ${w.name}: ${row.proxylist.rps} vs ${row.ceiling.rps} req/s = ${row.ratio}x (runs ${row.proxylist.runs_rps.join(', ')} / ${row.ceiling.runs_rps.join(', ')})${vsNginx}`);
+      out.push(row);
     }
   } finally {
     await stop(server);

@@ -17,7 +17,7 @@ import type { Exchange } from './exchange.js';
 import type { Metrics } from './metrics.js';
 import type { Headers } from './head.js';
 import type { Sender } from './sender.js';
-import type { HttpRequest } from './uws.js';
+import { ACCEPT_ENCODING, IF_NONE_MATCH, type HttpRequest } from './uws.js';
 import type { Waiters } from './waiters.js';
 
 export const MAX_TARGET_BYTES = 8192;
@@ -140,7 +140,7 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
     }
     const monoMs = deps.clock.monotonicMs();
     // Read now: after a round trip to a shared limiter, `req` is gone.
-    const headers: RequestHeaders = { acceptEncoding: req.getHeader('accept-encoding'), ifNoneMatch: req.getHeader('if-none-match') };
+    const headers: RequestHeaders = { acceptEncoding: req.getHeader(ACCEPT_ENCODING), ifNoneMatch: req.getHeader(IF_NONE_MATCH) };
     const verdict = deps.limiter.admit(entry, subnet, nowMs, monoMs);
     if (!(verdict instanceof Promise)) return admitted(ex, memo, entry, verdict, headers, nowMs, monoMs);
     ex.defer<Verdict | null>(

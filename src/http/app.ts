@@ -10,7 +10,7 @@ import { healthReport } from './health.js';
 import { Pages } from './pages.js';
 import type { Lifecycle } from './lifecycle.js';
 import { usageReport } from './usage.js';
-import { loadUws, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js';
+import { ACCEPT_ENCODING, CONTENT_LENGTH, IF_NONE_MATCH, loadUws, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js';
 
 type Handler = (ex: Exchange, req: HttpRequest) => void;
 
@@ -22,7 +22,7 @@ type Handler = (ex: Exchange, req: HttpRequest) => void;
  * reverse. Requests without the header cost one lookup.
  */
 function badFraming(req: HttpRequest): boolean {
-  if (req.getHeader('content-length') === '') return false;
+  if (req.getHeader(CONTENT_LENGTH) === '') return false;
   let first: string | null = null;
   let bad = false;
   req.forEach((name, value) => {
@@ -164,7 +164,7 @@ export function createApp(deps: AppDeps): TemplatedApp {
   // The pages for people and their assets, counted as one route.
   const pages = new Pages(log);
   const pageRoute = account('pages');
-  for (const path of pages.paths) serve(pageRoute, path, (ex, req) => pages.answer(ex, sender, path, req.getHeader('accept-encoding'), req.getHeader('if-none-match')));
+  for (const path of pages.paths) serve(pageRoute, path, (ex, req) => pages.answer(ex, sender, path, req.getHeader(ACCEPT_ENCODING), req.getHeader(IF_NONE_MATCH)));
   const other = account('other');
   app.any('/*', byMethod(guarded(other, 'other', true, notFound), guarded(other, 'other', false, notFound)));
   return app;

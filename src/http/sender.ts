@@ -51,7 +51,12 @@ const PASS_MS = 1;
  * hundreds of megabytes, in one call that nothing interrupts.
  */
 const MAX_WRITE = 1024 * 1024;
-/** Bodies up to this long are written as soon as they are ready; longer ones in turn with the pending ones. */
+/**
+ * Bodies up to this long are written as soon as they are ready; longer ones
+ * in turn with the pending ones. A body ready in its request's handler (from
+ * memory) is one write of MAX_WRITE at most, as any other request's is; many
+ * bodies that a production makes ready at once take turns beyond this.
+ */
 const INLINE_BYTES = 256 * 1024;
 /** A client that has taken no byte for this long is left to the timeout. */
 const STALL_LIMIT_MS = 60_000;
@@ -94,7 +99,7 @@ export class Sender {
       return;
     }
     ex.answer(h.status, body.total);
-    if (!ex.head && body.total > INLINE_BYTES) {
+    if (!ex.head && body.total > (ex.inHandler ? MAX_WRITE : INLINE_BYTES)) {
       // Many large bodies may become ready at once (readers of one production): each is begun in turn.
       const o = new Outgoing(ex, body, EMPTY);
       o.head = h;

@@ -82,3 +82,15 @@ export function uwsBuild(): UwsBuild {
   loadUws();
   return loaded!.build;
 }
+
+/**
+ * A request header's name for `req.getHeader`, encoded once. Given a
+ * string, the native side converts it to UTF-8 on every call, which costs
+ * twice the lookup itself; given bytes, it reads them where they are.
+ */
+const headerName = (name: string): ArrayBuffer => new TextEncoder().encode(name).buffer as ArrayBuffer;
+
+/** The request headers the service reads. */
+export const ACCEPT_ENCODING = headerName('accept-encoding');
+export const IF_NONE_MATCH = headerName('if-none-match');
+export const CONTENT_LENGTH = headerName('content-length');
