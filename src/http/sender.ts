@@ -42,24 +42,31 @@ const SLICE_BYTES = 4 * 1024 * 1024;
  * How long one turn of the event loop writes pending bodies before it lets
  * timers and new requests in: other clients' small answers never wait for
  * many large bodies written back to back. A request that comes in during a
- * pass waits half of one on average; large bodies lose nothing to shorter
- * passes, since each write still takes what the socket takes.
+ * pass waits for the rest of it, and for the write under way when the time
+ * ran out (MAX_WRITE): together they set how long a small answer waits
+ * beside large ones, against how much of the core goes to turning the loop.
  */
-const PASS_MS = 0.25;
+const PASS_MS = 0.15;
 /**
  * The most one `tryEnd` is given. To a client on loopback that reads as
  * fast as it is written, the kernel goes on copying one send() for as long
  * as the client takes the bytes: tens of milliseconds for a body of
- * hundreds of megabytes, in one call that nothing interrupts.
+ * hundreds of megabytes, in one call that nothing interrupts. A pass may
+ * end one such write late.
  */
-const MAX_WRITE = 1024 * 1024;
+const MAX_WRITE = 512 * 1024;
 /**
  * Bodies up to this long are written as soon as they are ready; longer ones
- * in turn with the pending ones. A body ready in its request's handler (from
- * memory) is one write of MAX_WRITE at most, as any other request's is; many
- * bodies that a production makes ready at once take turns beyond this.
+ * in turn with the pending ones: many bodies that a production makes ready
+ * at once take turns beyond this.
  */
 const INLINE_BYTES = 256 * 1024;
+/**
+ * A body ready in its request's handler (from memory) up to this long is
+ * written there, in one write: one request's work, as each request's is.
+ * The medium lists of a moving window then never wait for a turn.
+ */
+const HANDLER_BYTES = 1024 * 1024;
 /** A client that has taken no byte for this long is left to the timeout. */
 const STALL_LIMIT_MS = 60_000;
 /** A client that has taken no byte for this long is parked: its body gives back what it holds until it reads on. */
@@ -101,7 +108,7 @@ export class Sender {
       return;
     }
     ex.answer(h.status, body.total);
-    if (!ex.head && body.total > (ex.inHandler ? MAX_WRITE : INLINE_BYTES)) {
+    if (!ex.head && body.total > (ex.inHandler ? HANDLER_BYTES : INLINE_BYTES)) {
       // Many large bodies may become ready at once (readers of one production): each is begun in turn.
       const o = new Outgoing(ex, body, EMPTY);
       o.head = h;
