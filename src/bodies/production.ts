@@ -11,7 +11,7 @@ export const CHUNK_BYTES = 256 * 1024;
 /** Chunks kept for readers close behind the one that produced them. */
 const RING_CHUNKS = 32;
 /** Rows measured per turn of the event loop before a large body's length is known. */
-const MEASURE_SLICE_ROWS = 64 * 1024;
+const MEASURE_SLICE_ROWS = 16 * 1024;
 
 /** What a production needs from its owner. */
 export interface ProductionOwner {
