@@ -1,22 +1,26 @@
 /**
- * Change sets (README, Changes since a cursor), the targets D1 to D4:
- * - D1: a million records, then a snapshot where 5% of them changed (a third
- *   dropped, a third checked again with new values, as many new ones as a
- *   third): the unfiltered JSON change set's bytes against the full body's,
- *   and the time to work it out and render it (in this process, medians of 7);
- * - D2: the memory of the history at that size, per record;
- * - D3: the reload of each of 5 such snapshots: the load with the history
- *   carried over, and the merge alone timed again on the same two stores
- *   (so the load without it is the difference);
- * - D4: the real server on core 0 with 200,000 records; 10,000 `since` +
- *   `wait=60` requests on 50 selections held on loopback connections; a new
- *   snapshot renamed in: how long until every one has its 200, and how many
- *   change sets were worked out for them (/metrics); from the swap (when
- *   /health names the new snapshot) to the first byte of each answer.
- * Run: npm run bench:since [-- --records N] [-- --held-only]
+ * Change sets (README, Changes since a cursor), with the defaults:
+ * - exactness: a million records, then a snapshot where 3% of them changed
+ *   (ping, works, checked now), 1% left and 1% arrived. For six selections,
+ *   the change set against the true difference of the two full lists,
+ *   worked out here from the two stores alone: entries and bytes, and the
+ *   time to work the change set out (medians of 7, in this process);
+ * - history: the history's bytes after 30 such snapshots (5% changed each),
+ *   and the load time of each, with the history carried over;
+ * - held on 50 selections: the real server on core 0 with 200,000 records;
+ *   10,000 `since` + `wait=60` requests on 50 selections held on loopback
+ *   connections; a snapshot with 5% changed renamed in: how long until every
+ *   one has its 200, from the swap;
+ * - held on 1,000 distinct selections: 1,000 `since` + `wait=60` requests,
+ *   each with a selection of its own (works=95&ping=1 ... ping=1000), over
+ *   200,000 records, then a snapshot in which every record changed: the
+ *   slowest /health meanwhile, when the last held request got its change
+ *   set, the peak RSS against the README's bound, and the worst event-loop
+ *   delay the server saw.
+ * Run: npm run bench:since [-- --records N] [-- --only exact|history|held|distinct]
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,32 +38,48 @@ import { OutputBuffer } from '../src/render/output-buffer.js';
 import { encodeSnapshot, evolveRecords, generateRecords } from '../src/snapshot/generate.js';
 import type { SnapshotRecord } from '../src/snapshot/format.js';
 import { SnapshotFeed } from '../src/snapshot/snapshot-feed.js';
-import { carryHistory } from '../src/store/history.js';
+import { packKey } from '../src/store/history.js';
 import type { Store } from '../src/store/store.js';
+import { TYPES } from '../src/core/vocabulary.js';
 import { freePorts } from '../test/helpers/cli.js';
 import { holdRequests, metricNow, statusCounts } from './held.js';
 import { BENCH_KEY, CLI, SERVER_CORE, median, round2, sleep, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
 
 const arg = process.argv.indexOf('--records');
 const RECORDS = arg > 0 ? Number(process.argv[arg + 1]) : 1_000_000;
+const onlyArg = process.argv.indexOf('--only');
+const ONLY = onlyArg > 0 ? process.argv[onlyArg + 1] : null;
 const HELD_RECORDS = 200_000;
-const RELOADS = 5;
+const HISTORY_SNAPSHOTS = 30;
 const SHARE = 0.05;
 const HELD = 10_000;
 const SELECTIONS = 50;
+const DISTINCT = 1000;
 const now = Math.floor(Date.now() / 1000);
+
+/** The six selections of the exactness table. */
+const EXACT_QUERIES = [
+  'get=json&time=100000',
+  'get=json&type=socks5&time=100000',
+  'get=json&type=socks5&country=us&anon=elite&time=100000',
+  'get=json&ping=300&works=90&time=100000',
+  'get=json&service=telegram&country=ru,ua&cm=except&time=100000',
+  'get=json&type=http,https',
+];
 
 const work = mkdtempSync(join(tmpdir(), 'proxylist-bench-since-'));
 
-/** Snapshot files, each 5% changed from the one before; their generated_at a minute apart. */
-function versions(records: number, count: number, seed: number): string[] {
-  let recs: SnapshotRecord[] = generateRecords({ records, seed, now: now - count * 60 });
-  return Array.from({ length: count }, (_, v) => {
-    if (v > 0) recs = evolveRecords(recs, { seed: seed + v * 7, share: SHARE, now: now - (count - v) * 60 });
-    const file = join(work, `s${seed}-v${v}.msgpack`);
-    writeFileSync(file, encodeSnapshot(recs, now - (count - v) * 60));
-    return file;
-  });
+/** The change of the exactness table: 3% checked again (ping, works, checked now), 1% gone, 1% new. */
+function checkedAgain(records: readonly SnapshotRecord[], seed: number, at: number): SnapshotRecord[] {
+  let x = seed;
+  const rand = (): number => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 4294967296);
+  const out: SnapshotRecord[] = [];
+  for (const r of records) {
+    const y = rand();
+    if (y < 0.01) continue;
+    out.push(y < 0.04 ? { ...r, checked_at: at - Math.floor(rand() * 30), ping_ms: Math.round((30 + rand() * 3000) * 100) / 100, works: Math.floor(rand() * 101) } : r);
+  }
+  return [...out, ...generateRecords({ records: Math.round(records.length * 0.01), seed: seed + 1, now: at })];
 }
 
 const plan = (q: string, store: Store): Plan => {
@@ -68,143 +88,290 @@ const plan = (q: string, store: Store): Plan => {
   return parsed.plan;
 };
 
-async function inProcess(): Promise<Record<string, unknown>> {
-  const files = versions(RECORDS, RELOADS + 1, 11);
-  const path = join(work, 'snapshot.msgpack');
-  renameSync(files[0], path);
+/** A feed on `path` and the stores it swaps in, in order. */
+async function feedOn(path: string): Promise<{ feed: SnapshotFeed; stores: Store[] }> {
   const feed = new SnapshotFeed(path, systemClock, createLogger('silent'));
   const stores: Store[] = [];
   feed.onSwap((s) => stores.push(s));
   await feed.start();
   while (stores.length === 0) await sleep(5);
+  return { feed, stores };
+}
 
-  // Unfiltered: every record of the hour the snapshot spans is in the window.
-  const query = 'get=json&time=86400';
-  const nowS = Math.floor(Date.now() / 1000);
-  const cursor = cursorOf(stores[0], plan(query, stores[0]), nowS);
-  const loads: number[] = [];
-  const merges: number[] = [];
-  for (let v = 1; v <= RELOADS; v++) {
-    renameSync(files[v], path);
-    while (stores.length === v) await sleep(5);
-    loads.push(feed.lastLoadMs);
-    const t0 = performance.now();
-    await carryHistory(stores[v - 1], stores[v].c, stores[v].meta, Date.now(), 3600_000);
-    merges.push(performance.now() - t0);
-  }
+/** Renames `file` onto the feed's path and waits for its store. */
+async function swapIn(file: string, path: string, stores: Store[]): Promise<Store> {
+  const count = stores.length;
+  renameSync(file, path);
+  while (stores.length === count) await sleep(5);
+  return stores[count];
+}
 
-  // D1 on the first change: the cursor of version 0 against version 1 (kept to measure on).
-  const store = stores[1];
+/** Per row of `store`, its record's print as one string: two records are the same when these are. */
+function printsByRow(store: Store): string[] {
+  const prints: string[] = new Array(store.rows);
+  const { byAddress, addrPrint } = store.c;
+  for (let j = 0; j < byAddress.length; j++) prints[byAddress[j]] = `${addrPrint[j * 2]}.${addrPrint[j * 2 + 1]}`;
+  return prints;
+}
+
+const keyOfRow = (store: Store, r: number): number => packKey(store.c.ip[r], store.c.port[r], store.c.type[r]);
+const keyText = (key: number): string => {
+  const ip = Math.floor(key / 262144);
+  return `${TYPES[key % 4]}://${ip >>> 24}.${(ip >>> 16) & 255}.${(ip >>> 8) & 255}.${ip & 255}:${Math.floor(key / 4) % 65536}`;
+};
+
+/** The bytes of a JSON change set listing `rows` of `store` as upserts and `removes`. */
+function changeSetBytes(store: Store, p: Plan, rows: Uint32Array, n: number, removes: string[], nowS: number, out: OutputBuffer): number {
+  const writer = new BodyWriter(store, p, rows, n, nowS * 1000, { cursor: cursorOf(store, p, nowS), reset: false, removes });
+  out.reset();
+  writer.write(out, 0, n);
+  return out.pos;
+}
+
+async function exactness(): Promise<Record<string, unknown>> {
+  const at = now - 60;
+  const first = generateRecords({ records: RECORDS, seed: 11, now: at - 60 });
+  const path = join(work, 'exact.msgpack');
+  writeFileSync(path, encodeSnapshot(first, at - 60));
+  const next = join(work, 'exact-next.msgpack');
+  writeFileSync(next, encodeSnapshot(checkedAgain(first, 12, at), at));
+  const { feed, stores } = await feedOn(path);
+  const before = stores[0];
+  const nowS = now;
+  const cursors = EXACT_QUERIES.map((q) => cursorOf(before, plan(q, before), nowS));
+  // The lists of the cursor's moment, by key with their prints.
   const scratch = new QueryScratch();
-  const full = plan(query, store);
-  const end = store.prefixEnd(nowS - full.time);
-  const n = execute(store, full, end, scratch);
-  const fullWriter = new BodyWriter(store, full, scratch.rows, n, nowS * 1000);
-  const fullBytes = fullWriter.frameLength() + fullWriter.rowsLength(0, fullWriter.n);
-  const since = plan(`${query}&since=${cursor}`, store);
+  const beforePrints = printsByRow(before);
+  const then = EXACT_QUERIES.map((q) => {
+    const p = plan(q, before);
+    const n = execute(before, p, before.prefixEnd(nowS - p.time), scratch);
+    const listed = new Map<number, string>();
+    for (let i = 0; i < n; i++) listed.set(keyOfRow(before, scratch.rows[i]), beforePrints[scratch.rows[i]]);
+    return listed;
+  });
+  const store = await swapIn(next, path, stores);
+  const prints = printsByRow(store);
   const out = new OutputBuffer();
-  const times: number[] = [];
-  const computeTimes: number[] = [];
-  let bytes = 0;
-  let upserts = 0;
-  let removes = 0;
-  for (let run = 0; run < 7; run++) {
-    const t0 = performance.now();
-    const c = computeChanges(store, since, nowS, scratch);
-    computeTimes.push(performance.now() - t0);
-    const writer = new BodyWriter(store, since, scratch.rows, c.n, nowS * 1000, { cursor: cursorOf(store, since, nowS), reset: c.reset, removes: c.removes });
-    out.reset();
-    writer.write(out, 0, c.n);
-    times.push(performance.now() - t0);
-    bytes = out.pos;
-    upserts = c.n;
-    removes = c.removes.length;
-    if (c.reset) throw new Error('a reset where a change set was expected');
+  const rows: Record<string, unknown>[] = [];
+  for (let k = 0; k < EXACT_QUERIES.length; k++) {
+    const q = EXACT_QUERIES[k];
+    const p = plan(q, store);
+    // The true difference, from the two full lists alone.
+    const n = execute(store, p, store.prefixEnd(nowS - p.time), scratch);
+    const listedNow = new Set<number>();
+    const upserts = new Uint32Array(n);
+    let u = 0;
+    for (let i = 0; i < n; i++) {
+      const r = scratch.rows[i];
+      const key = keyOfRow(store, r);
+      listedNow.add(key);
+      if (then[k].get(key) !== prints[r]) upserts[u++] = r;
+    }
+    const removes = [...then[k].keys()].filter((key) => !listedNow.has(key)).map(keyText).sort();
+    const trueBytes = changeSetBytes(store, p, upserts, u, removes, nowS, out);
+    const since = plan(`${q}&since=${cursors[k]}`, store);
+    const times: number[] = [];
+    let c = computeChanges(store, since, nowS, scratch);
+    for (let run = 0; run < 7; run++) {
+      const t0 = performance.now();
+      c = computeChanges(store, since, nowS, scratch);
+      times.push(performance.now() - t0);
+    }
+    const bytes = changeSetBytes(store, since, scratch.rows, c.n, c.removes, nowS, out);
+    const fullBytes = new BodyWriter(store, p, upserts, 0, nowS * 1000).frameLength() + (() => {
+      const m = execute(store, p, store.prefixEnd(nowS - p.time), scratch);
+      const w = new BodyWriter(store, p, scratch.rows, m, nowS * 1000);
+      return w.rowsLength(0, m);
+    })();
+    rows.push({
+      query: q,
+      records: n,
+      true_upserts: u,
+      true_removes: removes.length,
+      upserts: c.n,
+      removes: c.removes.length,
+      reset: c.reset,
+      entries_over_true: round2((c.n + c.removes.length) / Math.max(1, u + removes.length)),
+      bytes_over_true: round2(bytes / trueBytes),
+      share_of_full_list: round2((bytes / fullBytes) * 1000) / 1000,
+      compute_ms_median: round2(median(times)),
+      compute_ms_max: round2(Math.max(...times)),
+    });
   }
-  const last = stores[RELOADS];
-  const historyBytes = last.history.changedAt.byteLength + last.c.addrPrint.byteLength + last.history.leftBytes;
+  await feed.close();
+  return { records: store.rows, selections: rows };
+}
+
+async function history(): Promise<Record<string, unknown>> {
+  let records: SnapshotRecord[] = generateRecords({ records: RECORDS, seed: 31, now: now - HISTORY_SNAPSHOTS * 30 });
+  const path = join(work, 'history.msgpack');
+  writeFileSync(path, encodeSnapshot(records, now - HISTORY_SNAPSHOTS * 30));
+  const { feed, stores } = await feedOn(path);
+  const loads: number[] = [];
+  const next = join(work, 'history-next.msgpack');
+  for (let v = 1; v <= HISTORY_SNAPSHOTS; v++) {
+    const at = now - (HISTORY_SNAPSHOTS - v) * 30;
+    records = evolveRecords(records, { seed: 31 + v * 7, share: SHARE, now: at });
+    writeFileSync(next, encodeSnapshot(records, at));
+    await swapIn(next, path, stores);
+    loads.push(feed.lastLoadMs);
+    // Only the newest store is needed: the others go as they would in the server.
+    stores.splice(0, stores.length - 1);
+  }
+  const last = stores.at(-1)!;
+  const h = last.history;
   await feed.close();
   return {
-    records: store.rows,
-    D1_full_json_bytes: fullBytes,
-    D1_change_set_bytes: bytes,
-    D1_bytes_share: round2((bytes / fullBytes) * 100) / 100,
-    D1_upserts: upserts,
-    D1_removes: removes,
-    D1_ms_median: round2(median(times)),
-    D1_ms_max: round2(Math.max(...times)),
-    D1_compute_ms_median: round2(median(computeTimes)),
-    D2_history_bytes: historyBytes,
-    // Each row's snapshot number, and the print of its values in the columns, which only the history reads.
-    D2_bytes_per_record: round2((last.history.changedAt.byteLength + last.c.addrPrint.byteLength) / last.rows),
-    D2_keys_left_remembered: last.history.leftBytes / 8,
-    D2_snapshots_remembered: last.history.snapshots.length,
-    D3_load_ms_each: loads.map(Math.round),
-    D3_merge_ms_each: merges.map(Math.round),
-    D3_load_with_over_without: round2(median(loads) / (median(loads) - median(merges))),
+    records: last.rows,
+    snapshots: HISTORY_SNAPSHOTS,
+    history_mb: round2(h.bytes / 1048576),
+    history_bytes_per_record: round2(h.bytes / last.rows),
+    versions_kept: h.versionCount,
+    version_batches: h.versions.length,
+    // The records' prints live in the store's columns and serve the history alone.
+    prints_mb: round2(last.c.addrPrint.byteLength / 1048576),
+    load_ms_median: Math.round(median(loads)),
+    load_ms_each: loads.map(Math.round),
   };
 }
 
-async function heldRequests(): Promise<Record<string, unknown>> {
-  const [first, next] = versions(HELD_RECORDS, 2, 21);
-  const snapshot = join(work, 'held.msgpack');
+/** A server on core 0 serving `snapshot`, and the load times its log reports. */
+async function startServer(snapshot: string): Promise<{ port: number; pid: number; loads: number[]; stop(): Promise<void> }> {
   const keys = join(work, 'keys.json');
-  renameSync(first, snapshot);
   writeBenchKeys(keys);
   const [port] = await freePorts(1);
-  // Its log tells how long each load took, to the swap: /health answers late while the server writes thousands of answers.
   const server = spawn('taskset', ['-c', SERVER_CORE, process.execPath, CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'info'], { stdio: ['ignore', 'pipe', 'inherit'] });
   const loads: number[] = [];
   createInterface({ input: server.stdout! }).on('line', (line) => {
     const entry = JSON.parse(line) as { event?: string; ms?: number };
     if (entry.event === 'snapshot_loaded') loads.push(entry.ms!);
   });
+  await waitFor(`http://127.0.0.1:${port}/health`, 60_000, (s) => s === 200);
+  // taskset execs node: the pid is the server's.
+  return { port, pid: server.pid!, loads, stop: () => stop(server) };
+}
+
+/** Holds `since` + `wait=60` requests, the i-th on `queries[i % length]`, each with the cursor of its query's full answer now. */
+async function holdOn(port: number, queries: string[], held: number): Promise<Awaited<ReturnType<typeof holdRequests>>> {
+  const paths: string[] = [];
+  for (const q of queries) {
+    const res = await fetch(`http://127.0.0.1:${port}/api?key=${BENCH_KEY}&${q}`);
+    await res.arrayBuffer();
+    paths.push(`/api?key=${BENCH_KEY}&${q}&wait=60&since=${res.headers.get('list-cursor')}`);
+  }
+  const holders = await holdRequests(port, held, (i) => `GET ${paths[i % paths.length]} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+  const deadline = Date.now() + 60_000;
+  while ((await metricNow(port, 'proxylist_requests_held')) < held && Date.now() < deadline) await sleep(200);
+  return holders;
+}
+
+async function heldOnFifty(): Promise<Record<string, unknown>> {
+  let records: SnapshotRecord[] = generateRecords({ records: HELD_RECORDS, seed: 21, now: now - 60 });
+  const snapshot = join(work, 'held.msgpack');
+  writeFileSync(snapshot, encodeSnapshot(records, now - 60));
+  records = evolveRecords(records, { seed: 28, share: SHARE, now });
+  const next = join(work, 'held-next.msgpack');
+  writeFileSync(next, encodeSnapshot(records, now));
+  const server = await startServer(snapshot);
   try {
-    await waitFor(`http://127.0.0.1:${port}/health`, 60_000, (s) => s === 200);
     const types = ['http', 'https', 'socks4', 'socks5', 'http,https'];
     const countries = ['US', 'DE', 'RU', 'BR', 'CN', 'IN', 'FR', 'NL', 'GB', 'JP'];
     const queries = Array.from({ length: SELECTIONS }, (_, i) => `get=${i % 2 ? 'txt' : 'json'}&type=${types[i % 5]}&country=${countries[Math.floor(i / 5)]}&time=86400`);
-    const paths: string[] = [];
-    for (const q of queries) {
-      const res = await fetch(`http://127.0.0.1:${port}/api?key=${BENCH_KEY}&${q}`);
-      await res.arrayBuffer();
-      paths.push(`/api?key=${BENCH_KEY}&${q}&wait=60&since=${res.headers.get('list-cursor')}`);
-    }
-    const holders = await holdRequests(port, HELD, (i) => `GET ${paths[i % paths.length]} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
-    const deadline = Date.now() + 60_000;
-    while ((await metricNow(port, 'proxylist_requests_held')) < HELD && Date.now() < deadline) await sleep(200);
-    const held = await metricNow(port, 'proxylist_requests_held');
-    const before = await metricNow(port, 'proxylist_change_sets_total');
+    const holders = await holdOn(server.port, queries, HELD);
+    const held = await metricNow(server.port, 'proxylist_requests_held');
+    const before = await metricNow(server.port, 'proxylist_change_sets_total');
     const renamedAt = performance.now();
     renameSync(next, snapshot);
-    while ((holders.some((h) => h.answeredAt === 0) || loads.length < 2) && performance.now() - renamedAt < 30_000) await sleep(20);
+    while ((holders.some((h) => h.answeredAt === 0) || server.loads.length < 2) && performance.now() - renamedAt < 30_000) await sleep(20);
     await sleep(500);
     // The load's own time, from the change seen to the swap (the watcher's short debounce before it is left in).
-    const swappedAt = renamedAt + loads[1];
+    const swappedAt = renamedAt + server.loads[1];
     const answered = holders.map((h) => (h.answeredAt === 0 ? Infinity : h.answeredAt - swappedAt));
     const statuses = statusCounts(holders);
     for (const h of holders) h.socket.destroy();
-    const computed = (await metricNow(port, 'proxylist_change_sets_total')) - before;
     return {
       records: HELD_RECORDS,
       held_requests: held,
       selections: SELECTIONS,
-      load_ms: Math.round(loads[1]),
-      D4_all_answered_within_ms_of_swap: Math.round(Math.max(...answered)),
-      D4_median_answered_ms: Math.round(median(answered)),
+      load_ms: Math.round(server.loads[1]),
+      all_answered_within_ms_of_swap: Math.round(Math.max(...answered)),
+      median_answered_ms: Math.round(median(answered)),
       bytes_sent_mb: Math.round(holders.reduce((n, h) => n + h.bytes, 0) / 1048576),
-      D4_change_sets_worked_out: computed,
+      change_sets_worked_out: (await metricNow(server.port, 'proxylist_change_sets_total')) - before,
       statuses_after_swap: statuses,
     };
   } finally {
-    await stop(server);
+    await server.stop();
+  }
+}
+
+/** The README's memory bound with the defaults, in MB, for `records` (README, Memory). */
+const readmeBoundMb = (records: number): number => 108 + 0.21 * (records / 1000) + (10 + 0.17 * (records / 1000)) + 1.2 * (128 + 512) + 40 + 36;
+
+const rssMb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+
+async function heldOnDistinct(): Promise<Record<string, unknown>> {
+  const records = generateRecords({ records: HELD_RECORDS, seed: 41, now: now - 60 });
+  const snapshot = join(work, 'distinct.msgpack');
+  writeFileSync(snapshot, encodeSnapshot(records, now - 60));
+  // A checker that checks every proxy again: every record's checked_at moves.
+  const next = join(work, 'distinct-next.msgpack');
+  writeFileSync(next, encodeSnapshot(records.map((r) => ({ ...r, checked_at: r.checked_at + 30 })), now));
+  const server = await startServer(snapshot);
+  try {
+    const queries = Array.from({ length: DISTINCT }, (_, i) => `works=95&ping=${i + 1}&time=86400`);
+    const holders = await holdOn(server.port, queries, DISTINCT);
+    const held = await metricNow(server.port, 'proxylist_requests_held');
+    // The event-loop delay series restarts at each scrape: the next one covers the swap alone.
+    await metricNow(server.port, 'proxylist_nodejs_eventloop_lag_max_seconds');
+    const rssBefore = rssMb(server.pid);
+    let rssPeak = rssBefore;
+    let slowestHealth = 0;
+    let healthChecks = 0;
+    const renamedAt = performance.now();
+    renameSync(next, snapshot);
+    const deadline = renamedAt + 60_000;
+    while ((holders.some((h) => h.answeredAt === 0) || server.loads.length < 2) && performance.now() < deadline) {
+      const t0 = performance.now();
+      await (await fetch(`http://127.0.0.1:${server.port}/health`)).arrayBuffer();
+      slowestHealth = Math.max(slowestHealth, performance.now() - t0);
+      healthChecks++;
+      rssPeak = Math.max(rssPeak, rssMb(server.pid));
+      await sleep(25);
+    }
+    const swappedAt = renamedAt + (server.loads[1] ?? NaN);
+    const answered = holders.map((h) => (h.answeredAt === 0 ? Infinity : h.answeredAt - swappedAt));
+    const lagMax = await metricNow(server.port, 'proxylist_nodejs_eventloop_lag_max_seconds');
+    const statuses = statusCounts(holders);
+    for (const h of holders) h.socket.destroy();
+    return {
+      records: HELD_RECORDS,
+      held_requests: held,
+      load_ms: Math.round(server.loads[1]),
+      slowest_health_ms: Math.round(slowestHealth),
+      health_checks: healthChecks,
+      all_answered_within_ms_of_swap: Math.round(Math.max(...answered)),
+      median_answered_ms: Math.round(median(answered)),
+      rss_before_mb: Math.round(rssBefore),
+      rss_peak_mb: Math.round(rssPeak),
+      readme_bound_mb: Math.round(readmeBoundMb(HELD_RECORDS)),
+      worst_event_loop_delay_ms: round2(lagMax * 1000),
+      held_passes: await metricNow(server.port, 'proxylist_held_passes_total'),
+      held_pass_slices: await metricNow(server.port, 'proxylist_held_pass_slices_total'),
+      statuses_after_swap: statuses,
+    };
+  } finally {
+    await server.stop();
   }
 }
 
 try {
-  const d1to3 = process.argv.includes('--held-only') ? {} : await inProcess();
-  const d4 = await heldRequests();
-  writeResult('since', { date: new Date().toISOString(), ...d1to3, held: d4 });
+  const result: Record<string, unknown> = { date: new Date().toISOString() };
+  if (!ONLY || ONLY === 'exact') result.exactness = await exactness();
+  if (!ONLY || ONLY === 'history') result.history = await history();
+  if (!ONLY || ONLY === 'held') result.held_on_50_selections = await heldOnFifty();
+  if (!ONLY || ONLY === 'distinct') result.held_on_1000_distinct_selections = await heldOnDistinct();
+  writeResult(ONLY ? `since-${ONLY}` : 'since', result);
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

@@ -20,11 +20,13 @@ import { Waiters } from './http/waiters.js';
 import { Answers } from './http/answer.js';
 import { Listener } from './http/listener.js';
 import { uwsBuild } from './http/uws.js';
+import { Selector } from './query/selection.js';
+import { Turns } from './http/turns.js';
 import { Tagger } from './query/etag.js';
 import { QueryMemo } from './query/query-memo.js';
 import { QueryScratch } from './query/scratch.js';
 import { DEFAULT_SNAPSHOT_MAX_MB, Origin } from './core/origin.js';
-import { DEFAULT_HISTORY_S, SnapshotFeed } from './snapshot/snapshot-feed.js';
+import { DEFAULT_HISTORY_EXACT_S, DEFAULT_HISTORY_S, SnapshotFeed } from './snapshot/snapshot-feed.js';
 
 export interface ServeOptions {
   snapshot: string;
@@ -57,6 +59,8 @@ export interface ServeOptions {
   secretFlags?: string[];
   /** Seconds of snapshots remembered for change sets. */
   historyS?: number;
+  /** Seconds of snapshots whose change sets are exact for any selection. */
+  historyExactS?: number;
   /** Seconds requests are still served after SIGTERM, while /health says draining. */
   drainS?: number;
   clock?: Clock;
@@ -81,6 +85,8 @@ export interface RunningServer {
   keys: KeysFeed;
   cache: ResponseCache;
   bodies: BodySources;
+  selector: Selector;
+  turns: Turns;
   waiters: Waiters;
   /** The in-memory limiter: the limiter, or the shared one's fallback. */
   limiter: MemoryLimiter;
@@ -110,7 +116,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     ? new Origin(o.snapshot, snapshotPath, o.snapshotPollS ?? DEFAULT_SNAPSHOT_POLL_S, o.snapshotMaxBytes ?? DEFAULT_SNAPSHOT_MAX_MB * 1024 * 1024, { name: 'snapshot', maxBytesSaid: '--snapshot-max-mb' }, log)
     : null;
   const keysOrigin = isUrl(o.keys) ? new Origin(o.keys, keysPath, o.keysPollS ?? DEFAULT_KEYS_POLL_S, KEYS_MAX_BYTES, { name: 'keys', maxBytesSaid: 'MB' }, log) : null;
-  const feed = new SnapshotFeed(snapshotPath, clock, log, o.historyS ?? DEFAULT_HISTORY_S, o.follow);
+  const feed = new SnapshotFeed(snapshotPath, clock, log, o.historyS ?? DEFAULT_HISTORY_S, o.follow, o.historyExactS ?? DEFAULT_HISTORY_EXACT_S);
   const keys = new KeysFeed(keysPath, keysOrigin?.url ?? keysPath, log, o.follow);
   const cache = new ResponseCache(o.cacheBytes ?? DEFAULT_CACHE_BYTES);
   feed.onSwap(() => cache.clear());
@@ -131,8 +137,12 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const bodies = new BodySources(cache, scratch, o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES, log);
   const tagger = new Tagger(scratch);
   const queries = new QueryMemo();
-  const answers = new Answers(bodies, tagger, sender);
-  const waiters = new Waiters(clock, feed, queries, answers, sender, log);
+  const selector = new Selector(tagger, scratch);
+  const turns = new Turns();
+  // Swapped-out snapshots' change sets go before the held requests are woken on the new one.
+  feed.onSwap(() => selector.clear());
+  const answers = new Answers(bodies, sender);
+  const waiters = new Waiters(clock, feed, queries, selector, answers, sender, log);
   const memory = new MemoryLimiter();
   const redisUrl = o.limiter && o.limiter !== 'memory' ? o.limiter : null;
   if (redisUrl && o.state) throw new CodedError('E_USAGE', '--state cannot be used with --limiter redis://...: Redis keeps the usage');
@@ -150,8 +160,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   }, 3600_000);
   pruner.unref();
   const life: Lifecycle = { draining: false, limiter: redis, origin, keysOrigin, listener: null };
-  const metrics = new Metrics(feed, keys, cache, bodies, sender, waiters, life, clock);
-  const app = createApp({ clock, feed, keys, limiter, trustProxy, queries, answers, waiters, sender, log, metrics, metricsAllow, life, accessLog: o.accessLog ?? false });
+  const metrics = new Metrics(feed, keys, cache, bodies, selector, turns, sender, waiters, life, clock);
+  const app = createApp({ clock, feed, keys, limiter, trustProxy, queries, selector, turns, answers, waiters, sender, log, metrics, metricsAllow, life, accessLog: o.accessLog ?? false });
 
   const listener = (life.listener = new Listener(app, o.host, log));
   let port: number;
@@ -208,5 +218,5 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       (app as unknown as { close(): void }).close();
       log.info({ event: 'stopped' }, 'stopped');
     })());
-  return { port, feed, keys, cache, bodies, waiters, limiter: memory, redis, log, stop, saveState: () => state?.flush() };
+  return { port, feed, keys, cache, bodies, selector, turns, waiters, limiter: memory, redis, log, stop, saveState: () => state?.flush() };
 }

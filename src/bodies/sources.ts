@@ -1,8 +1,8 @@
 import type { Logger } from '../core/log.js';
-import { computeChanges, type ChangeSet } from '../query/changes.js';
 import { cursorOf } from '../query/cursor.js';
-import { execute } from '../query/execute.js';
+import { execute, selectRows } from '../query/execute.js';
 import { narrowable, type Plan } from '../query/plan.js';
+import type { Changes } from '../query/selection.js';
 import type { QueryScratch } from '../query/scratch.js';
 import { countStats } from '../query/stats.js';
 import { BodyWriter, type ChangeFrame } from '../render/body.js';
@@ -101,8 +101,6 @@ export class BodySources implements ProductionOwner {
   productions = 0;
   compressions = 0;
   joins = 0;
-  /** Change sets worked out (README, Changes since a cursor). */
-  changeSets = 0;
   /** Requests answered from the response cache, and requests that found nothing there. */
   cacheHits = 0;
   cacheMisses = 0;
@@ -128,18 +126,9 @@ export class BodySources implements ProductionOwner {
   }
 
   /**
-   * The change set of `plan` (which has a cursor) at second `nowS`, its
-   * upserts in `rows`: the scratch's until the next query runs.
-   */
-  changes(store: Store, plan: Plan, nowS: number): ChangeSet & { rows: Uint32Array } {
-    this.changeSets++;
-    return { ...computeChanges(store, plan, nowS, this.scratch), rows: this.scratch.rows };
-  }
-
-  /**
    * The body for `plan` on `store`, window ending at row `end`, in `encoding`
-   * where that pays; `shared` when several requests open it. A change set
-   * already worked out for this plan and second may be given.
+   * where that pays; `shared` when several requests open it. A plan with
+   * `since` comes with its change set, worked out for this second.
    */
   source(store: Store, plan: Plan, end: number, nowMs: number, encoding: Encoding | null, shared = false, changes: Changes | null = null): Source {
     if (plan.sort === 'random') return this.random(store, plan, end, nowMs, encoding);
@@ -220,12 +209,11 @@ export class BodySources implements ProductionOwner {
     let frame: ChangeFrame | null = null;
     if (plan.since) {
       // A change set: its upserts are the rows (in the scratch, where a given one is copied), its removes and cursor the frame.
-      const nowS = Math.floor(nowMs / 1000);
-      const c = changes ?? this.changes(store, plan, nowS);
-      if (changes && changes.rows !== this.scratch.rows) this.scratch.fit(store).rows.set(changes.rows.subarray(0, changes.n));
+      const c = changes!;
+      this.scratch.fit(store).rows.set(c.rows);
       n = c.n;
-      frame = { cursor: cursorOf(store, plan, nowS), reset: c.reset, removes: c.removes };
-    } else n = execute(store, plan, end, this.scratch);
+      frame = { cursor: cursorOf(store, plan, Math.floor(nowMs / 1000)), reset: c.reset, removes: c.removes };
+    } else n = selectRows(store, plan, end, this.scratch);
     this.productions++;
     const small = new BodyWriter(store, plan, this.scratch.rows, n, nowMs, frame);
     if (n * small.rowBound + (frame ? small.frameLength() : 0) <= CHUNK_BYTES) {
@@ -322,5 +310,3 @@ export class BodySources implements ProductionOwner {
 
 const NOTHING = (): void => undefined;
 
-/** A change set worked out before its body was asked for, with its upserts. */
-type Changes = ChangeSet & { rows: Uint32Array };

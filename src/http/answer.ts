@@ -1,8 +1,6 @@
 import type { BodySources } from '../bodies/sources.js';
-import { changesStart } from '../query/changes.js';
-import { carriesCursor, cursorOf } from '../query/cursor.js';
-import type { Tagger } from '../query/etag.js';
 import type { Get, Plan } from '../query/plan.js';
+import type { Selection } from '../query/selection.js';
 import type { Store } from '../store/store.js';
 import type { Source } from '../bodies/body.js';
 import type { Encoding } from '../bodies/encoding.js';
@@ -50,61 +48,20 @@ function answerHeaders(plan: Plan, encoding: Encoding | null, v: Validators): He
 }
 
 /**
- * What an answer to a plan is about: the store, the rows of its window
- * (the first `end`), the ETag that names them, and its cursor.
- */
-export interface Selection {
-  store: Store;
-  plan: Plan;
-  end: number;
-  nowMs: number;
-  etag: string;
-  cursor: string | null;
-  /** A change set whose cursor the store no longer knows: the whole list. */
-  reset: boolean;
-}
-
-/** The end of the plan's window in `store` at `nowMs`: rows are freshest first, so the window is a prefix. */
-export const windowEnd = (store: Store, plan: Plan, nowMs: number): number => store.prefixEnd(Math.floor(nowMs / 1000) - plan.time);
-
-/**
- * The one path from a plan to its answer, for a request answered at once
- * (api.ts) and for one held until its answer changes (waiters.ts): the
- * plan's window and ETag now, then a 304, or a 200 with the body from its
- * source.
+ * The one path from a selection to its answer, for a request answered at
+ * once (api.ts) and for one held until its answer changes (waiters.ts): a
+ * 304, or a 200 with the body from its source.
  */
 export class Answers {
   /** Per plan, its last head of a 200 and of a 304: polling clients get the same one again and again. */
   private readonly okHeads = new WeakMap<Plan, RememberedHead>();
   private readonly notModifiedHeads = new WeakMap<Plan, RememberedHead>();
-  /** Per plan, its last cursor: it changes once a second at most. */
-  private readonly cursors = new WeakMap<Plan, { generation: number; second: number; cursor: string }>();
 
-  constructor(private readonly bodies: BodySources, readonly tagger: Tagger, private readonly sender: Sender) {}
+  constructor(private readonly bodies: BodySources, private readonly sender: Sender) {}
 
-  select(store: Store, plan: Plan, nowMs: number, end = windowEnd(store, plan, nowMs)): Selection {
-    const nowS = Math.floor(nowMs / 1000);
-    const cursor = plan.since !== null || carriesCursor(plan) ? this.cursor(store, plan, nowS) : null;
-    return { store, plan, end, nowMs, etag: this.tagger.etag(store, plan, end, nowS), cursor, reset: plan.since !== null && changesStart(store, plan) < 0 };
-  }
-
-  private cursor(store: Store, plan: Plan, nowS: number): string {
-    const generation = store.source.generation;
-    const r = this.cursors.get(plan);
-    if (r !== undefined && r.generation === generation && r.second === nowS) return r.cursor;
-    const cursor = cursorOf(store, plan, nowS);
-    this.cursors.set(plan, { generation, second: nowS, cursor });
-    return cursor;
-  }
-
-  /** The change set of a selection whose plan has a cursor; its upserts stay valid until the next query runs. */
-  changes(s: Selection): Changes {
-    return this.bodies.changes(s.store, s.plan, Math.floor(s.nowMs / 1000));
-  }
-
-  /** The source of the selection's body in `encoding`; `shared` for one that several requests read; `changes` when already worked out. */
-  source(s: Selection, encoding: Encoding | null, shared = false, changes: Changes | null = null): Source {
-    return this.bodies.source(s.store, s.plan, s.end, s.nowMs, encoding, shared, changes);
+  /** The source of the selection's body in `encoding`; `shared` for one that several requests read. */
+  source(s: Selection, encoding: Encoding | null, shared = false): Source {
+    return this.bodies.source(s.store, s.plan, s.end, s.nowMs, encoding, shared, s.changes);
   }
 
   /** 200 with the body of `source`, the selection's own unless given: at once, or once its length is known. */
@@ -154,4 +111,3 @@ interface RememberedHead {
 /** What a selection's answers say besides the body. */
 export const validators = (s: Selection, rate: Headers, etag = s.etag): Validators => ({ etag, store: s.store, rate, cursor: s.cursor, reset: s.reset });
 
-export type Changes = ReturnType<BodySources['changes']>;

@@ -10,6 +10,8 @@ import { DEFAULT_SERVICES } from '../core/vocabulary.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import { validators, type Answers } from './answer.js';
 import { isEmpty } from '../query/changes.js';
+import { forgedCursor } from '../query/cursor.js';
+import type { Selector } from '../query/selection.js';
 import { ifNoneMatch } from './conditional.js';
 import { HTTP_FAILURES, limitFailure } from './failures.js';
 import { Codings } from './encoding.js';
@@ -17,6 +19,7 @@ import type { Exchange } from './exchange.js';
 import type { Metrics } from './metrics.js';
 import type { Headers } from './head.js';
 import type { Sender } from './sender.js';
+import type { Turns } from './turns.js';
 import { ACCEPT_ENCODING, IF_NONE_MATCH, type HttpRequest } from './uws.js';
 import type { Waiters } from './waiters.js';
 
@@ -39,6 +42,8 @@ export interface ApiDeps {
   limiter: Limiter;
   trustProxy: AddressSet;
   queries: QueryMemo;
+  selector: Selector;
+  turns: Turns;
   answers: Answers;
   waiters: Waiters;
   sender: Sender;
@@ -94,25 +99,33 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
       return sender.error(ex, limitFailure(verdict.reason, verdict.retryAfterS), rate);
     }
     // From here on the request is counted, whatever its outcome.
+    answer(ex, memo, headers, rate, nowMs, true);
+  };
 
+  /**
+   * The answer of a counted request at `nowMs`. One whose selection takes a
+   * pass over much of the store waits for a turn of its own first (`mayWait`),
+   * and is then answered as of that turn.
+   */
+  const answer = (ex: Exchange, memo: MemoEntry, headers: RequestHeaders, rate: Headers, nowMs: number, mayWait: boolean): void => {
     const store = deps.feed.current;
     const parsed = deps.queries.plan(memo, store?.meta.services ?? DEFAULT_SERVICES);
     if (!parsed.ok) return sender.error(ex, HTTP_FAILURES.badParameter(parsed.message), rate);
     if (!store) return sender.error(ex, HTTP_FAILURES.notLoaded, rate);
+    const forged = parsed.plan.since && forgedCursor(parsed.plan.since, Math.floor(nowMs / 1000));
+    if (forged) return sender.error(ex, HTTP_FAILURES.badParameter(`Invalid since "${parsed.plan.since!.text}": ${forged}`), rate);
+    if (mayWait && deps.selector.heavy(store, parsed.plan, nowMs)) {
+      return ex.defer<null>((settle) => deps.turns.enqueue(() => settle(null)), () => answer(ex, memo, headers, rate, deps.clock.nowMs(), false));
+    }
 
-    const selection = deps.answers.select(store, parsed.plan, nowMs);
+    const selection = deps.selector.select(store, parsed.plan, nowMs);
     const encoding = codings.negotiate(headers.acceptEncoding);
     if (headers.ifNoneMatch !== '' && ifNoneMatch(headers.ifNoneMatch, selection.etag)) {
       if (selection.plan.wait !== null) return deps.waiters.hold(ex, memo, selection, encoding, rate);
       return deps.answers.notModified(ex, selection.plan, validators(selection, rate));
     }
-    if (selection.plan.since !== null && selection.plan.wait !== null) {
-      // A change set with `wait` is held while it is empty (README, Changes since a cursor).
-      if (deps.waiters.knownEmpty(selection)) return deps.waiters.holdChanges(ex, memo, selection, encoding, rate);
-      const changes = deps.answers.changes(selection);
-      if (isEmpty(changes)) return deps.waiters.holdChanges(ex, memo, selection, encoding, rate);
-      return deps.answers.ok(ex, selection, encoding, rate, deps.answers.source(selection, encoding, false, changes));
-    }
+    // A change set with `wait` is held while it is empty (README, Changes since a cursor).
+    if (selection.changes !== null && selection.plan.wait !== null && isEmpty(selection.changes)) return deps.waiters.holdChanges(ex, memo, selection, encoding, rate);
     deps.answers.ok(ex, selection, encoding, rate);
   };
 

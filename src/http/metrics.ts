@@ -3,6 +3,8 @@ import type { KeysFeed } from '../access/keys-feed.js';
 import type { Clock } from '../core/clock.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { BodySources } from '../bodies/sources.js';
+import type { Selector } from '../query/selection.js';
+import type { Turns } from './turns.js';
 import type { ResponseCache } from '../bodies/response-cache.js';
 import type { Sender } from './sender.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -33,7 +35,7 @@ export class Metrics {
   private readonly rejections: Counter<'limit'>;
   private readonly routes = new Map<string, RouteStats>();
 
-  constructor(feed: SnapshotFeed, keys: KeysFeed, cache: ResponseCache, bodies: BodySources, sender: Sender, waiters: Waiters, life: Lifecycle, clock: Clock) {
+  constructor(feed: SnapshotFeed, keys: KeysFeed, cache: ResponseCache, bodies: BodySources, selector: Selector, turns: Turns, sender: Sender, waiters: Waiters, life: Lifecycle, clock: Clock) {
     const registers = [this.registry];
     // Event-loop delay sampled every millisecond: at the default 10 ms, every reading carries up to 10 ms of the sampling interval.
     collectDefaultMetrics({ register: this.registry, prefix: 'proxylist_', eventLoopMonitoringPrecision: 1 });
@@ -61,10 +63,15 @@ export class Metrics {
     gauge('proxylist_body_budget_peak_bytes', 'The most bytes of that budget ever taken at once', () => bodies.budget.peak);
     counterFrom({ name: 'proxylist_body_budget_refusals_total', help: 'Bodies or chunks not kept, and compressions sent plain, for want of room in the budget' }, () => bodies.budget.refusals);
     gauge('proxylist_compressions_waiting', 'Compressions waiting for their turn (a few run at once)', () => bodies.slots.waiting);
-    counterFrom({ name: 'proxylist_change_sets_total', help: 'Change sets worked out (since=), each shared by the held requests of one cursor and selection' }, () => bodies.changeSets);
+    counterFrom({ name: 'proxylist_change_sets_total', help: 'Change sets worked out (since=), each shared by the held requests of one cursor and selection' }, () => selector.changeSets);
     gauge('proxylist_snapshot_history_snapshots', 'Snapshots the change sets still start from (--history-s)', () => feed.current?.history.snapshots.length ?? 0);
-    gauge('proxylist_snapshot_history_bytes', 'Bytes of the history: 4 per record and 8 per key that left', () => (feed.current ? feed.current.history.changedAt.byteLength + feed.current.history.leftBytes : 0));
+    gauge('proxylist_snapshot_history_bytes', 'Bytes of the history: 4 per record, 8 per key that left, and the versions', () => (feed.current ? feed.current.history.bytes : 0));
+    gauge('proxylist_snapshot_history_versions', 'Versions of records that changed or left, kept for exact change sets (44 bytes each)', () => (feed.current ? feed.current.history.versionCount : 0));
+    gauge('proxylist_requests_waiting_turn', 'Requests whose selection scans much of the store, waiting for their turn of the event loop', () => turns.waiting);
+    counterFrom({ name: 'proxylist_request_turns_total', help: 'Requests answered in a turn of their own, their selection scanning much of the store' }, () => turns.ran);
     gauge('proxylist_requests_held', 'Requests with wait held until their answer changes', () => waiters.count);
+    counterFrom({ name: 'proxylist_held_passes_total', help: 'Passes over the held requests after a swap or a second turning, each worked a slice per turn of the event loop' }, () => waiters.passes);
+    counterFrom({ name: 'proxylist_held_pass_slices_total', help: 'Turns of the event loop those passes took' }, () => waiters.passSlices);
     gauge('proxylist_limiter_up', '1 while the usage limiter answers (always, in memory; with Redis, while Redis does)', () => (life.limiter === null || life.limiter.up ? 1 : 0));
     counterFrom({ name: 'proxylist_limiter_redirections_total', help: 'MOVED and ASK redirections a Redis Cluster answered and the limiter followed' }, () => life.limiter?.redirections ?? 0);
     counterFrom({ name: 'proxylist_limiter_map_refreshes_total', help: 'Slot maps of a Redis Cluster read' }, () => life.limiter?.mapRefreshes ?? 0);

@@ -7,7 +7,8 @@ import type { QueryMemo } from '../query/query-memo.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { Store } from '../store/store.js';
 import { isEmpty } from '../query/changes.js';
-import { windowEnd, type Answers, type Changes, type Selection } from './answer.js';
+import { windowEnd, type Selection, type Selector } from '../query/selection.js';
+import type { Answers } from './answer.js';
 import type { Exchange } from './exchange.js';
 import { HTTP_FAILURES } from './failures.js';
 import type { Headers } from './head.js';
@@ -15,6 +16,12 @@ import type { Sender } from './sender.js';
 
 /** How often held requests are looked at: deadlines, and the second turning (rows leave the window on whole seconds). */
 const TICK_MS = 100;
+/**
+ * The longest a pass over held groups works in one turn of the event loop
+ * before it lets other requests in: a thousand held selections, each with
+ * a change set to work out, never stall the service (README, Changes since a cursor).
+ */
+const PASS_SLICE_MS = 4;
 
 type MemoEntry = ReturnType<QueryMemo['read']>;
 
@@ -40,8 +47,7 @@ interface Group {
   key: string;
   /** Held for a change set: a request whose wait runs out gets the (empty) change set, not a 304. */
   changes: boolean;
-  /** A change set's group: the second at which its change set was last found empty on `store`, and the end of its window then. */
-  second: number;
+  /** A change set's group: the end of its window on `store` when its change set was last found empty. */
   end: number;
   memo: MemoEntry;
   plan: Plan;
@@ -68,11 +74,18 @@ export class Waiters {
   count = 0;
   /** Released requests still in `byWait`, dropped from the queues' heads as their deadlines pass, or all at once when they outnumber the held ones. */
   private stale = 0;
+  /** The groups a pass under way has yet to look at, and whether another pass is due when it ends. */
+  private pass: Group[] | null = null;
+  private passAgain = false;
+  /** Passes over held groups, and the turns of the event loop they took. */
+  passes = 0;
+  passSlices = 0;
 
   constructor(
     private readonly clock: Clock,
     private readonly feed: SnapshotFeed,
     private readonly queries: QueryMemo,
+    private readonly selector: Selector,
     private readonly answers: Answers,
     private readonly sender: Sender,
     private readonly log: Logger,
@@ -86,18 +99,8 @@ export class Waiters {
    */
   hold(ex: Exchange, memo: MemoEntry, selection: Selection, encoding: Encoding | null, rate: Headers): void {
     const { plan, store } = selection;
-    const tag = this.answers.tagger.selectionTag(store, plan, selection.end, Math.floor(selection.nowMs / 1000));
+    const tag = this.selector.tagger.selectionTag(store, plan, selection.end, Math.floor(selection.nowMs / 1000));
     this.join(ex, `${tag}|${planKey(plan)}`, false, memo, selection, tag, encoding, rate);
-  }
-
-  /**
-   * Whether the change set of `selection` is known to be empty: requests
-   * held for it found it so on this store at this second. Requests with the
-   * same cursor then join them without working it out again.
-   */
-  knownEmpty(selection: Selection): boolean {
-    const group = this.groups.get(`changes|${planKey(selection.plan)}`);
-    return group !== undefined && group.store === selection.store && group.second === Math.floor(selection.nowMs / 1000);
   }
 
   /** Holds `ex`, whose change set is empty, until it is not, for `plan.wait` seconds at most. */
@@ -108,7 +111,7 @@ export class Waiters {
   private join(ex: Exchange, key: string, changes: boolean, memo: MemoEntry, selection: Selection, tag: string, encoding: Encoding | null, rate: Headers): void {
     const { plan, store, etag } = selection;
     let group = this.groups.get(key);
-    if (!group) this.groups.set(key, (group = { key, changes, second: Math.floor(selection.nowMs / 1000), end: selection.end, memo, plan, store, tag, members: new Set() }));
+    if (!group) this.groups.set(key, (group = { key, changes, end: selection.end, memo, plan, store, tag, members: new Set() }));
     const held: Held = { ex, group, encoding, rate, etag, deadlineMs: performance.now() + plan.wait! * 1000, done: false };
     group.members.add(held);
     this.byWait[plan.wait!].push(held);
@@ -152,55 +155,86 @@ export class Waiters {
     if (this.count === 0) this.stopTicking();
   }
 
-  /** Wakes the groups whose answer changed. */
+  /**
+   * Wakes the groups whose answer changed: a pass over the groups held now,
+   * a slice at a time. A check asked for while a pass is under way starts
+   * another when it ends; the groups not yet looked at see the newest
+   * snapshot anyway.
+   */
   private check(): void {
+    if (this.groups.size === 0) return;
+    if (this.pass !== null) {
+      this.passAgain = true;
+      return;
+    }
+    this.pass = [...this.groups.values()];
+    this.passes++;
+    this.slice(0);
+  }
+
+  /** Looks at the pass's groups from `i` on for PASS_SLICE_MS, then yields to other work. */
+  private slice(i: number): void {
+    this.passSlices++;
+    const pass = this.pass!;
+    const stop = performance.now() + PASS_SLICE_MS;
     const store = this.feed.current;
-    if (!store || this.groups.size === 0) return;
+    while (i < pass.length && store) {
+      const group = pass[i++];
+      if (group.members.size > 0) this.look(group, store);
+      if (performance.now() >= stop) break;
+    }
+    if (i < pass.length && store) {
+      setImmediate(() => this.slice(i));
+      return;
+    }
+    this.pass = null;
+    if (this.passAgain) {
+      this.passAgain = false;
+      this.check();
+    }
+  }
+
+  /** Wakes `group` if its answer on `store` changed. */
+  private look(group: Group, store: Store): void {
     const nowMs = this.clock.nowMs();
-    for (const group of [...this.groups.values()]) {
-      try {
-        const parsed = this.queries.plan(group.memo, store.meta.services);
-        if (!parsed.ok) {
-          // The new snapshot no longer has a service the query names.
-          for (const held of this.take(group)) this.sender.error(held.ex, HTTP_FAILURES.badParameter(parsed.message), held.rate);
-          continue;
-        }
-        const plan = parsed.plan;
-        const end = windowEnd(store, plan, nowMs);
-        if (group.changes) {
-          // A change set depends on the store and the window's end alone (the cursor is fixed): while both stay, it stays empty.
-          if (group.store !== store || group.end !== end) {
-            const selection = this.answers.select(store, plan, nowMs, end);
-            const changes = this.answers.changes(selection);
-            // Worked out once for every request of the group; kept, since each content coding's body reads it.
-            if (!isEmpty(changes)) {
-              this.wake(group, selection, { ...changes, rows: changes.rows.slice(0, changes.n) });
-              continue;
-            }
-          }
-          Object.assign(group, { store, plan, end, second: Math.floor(nowMs / 1000) });
-          continue;
-        }
-        if (this.answers.tagger.selectionTag(store, plan, end, Math.floor(nowMs / 1000)) !== group.tag) this.wake(group, this.answers.select(store, plan, nowMs, end));
-        else {
-          // The same answer, perhaps from a new snapshot of the same content: its 304 names that one.
-          group.store = store;
-          group.plan = plan;
-        }
-      } catch (err) {
-        this.log.error({ event: 'held_request_failed', err }, 'answering held requests failed');
-        for (const held of this.take(group)) this.sender.error(held.ex, HTTP_FAILURES.internal);
+    try {
+      const parsed = this.queries.plan(group.memo, store.meta.services);
+      if (!parsed.ok) {
+        // The new snapshot no longer has a service the query names.
+        for (const held of this.take(group)) this.sender.error(held.ex, HTTP_FAILURES.badParameter(parsed.message), held.rate);
+        return;
       }
+      const plan = parsed.plan;
+      const end = windowEnd(store, plan, nowMs);
+      if (group.changes) {
+        // A change set depends on the store and the window's end alone (the cursor is fixed): while both stay, it stays empty.
+        if (group.store !== store || group.end !== end) {
+          // Worked out once for every request of the group, whose bodies read it.
+          const selection = this.selector.select(store, plan, nowMs, end);
+          if (!isEmpty(selection.changes!)) return this.wake(group, selection);
+        }
+        Object.assign(group, { store, plan, end });
+        return;
+      }
+      if (this.selector.tagger.selectionTag(store, plan, end, Math.floor(nowMs / 1000)) !== group.tag) this.wake(group, this.selector.select(store, plan, nowMs, end));
+      else {
+        // The same answer, perhaps from a new snapshot of the same content: its 304 names that one.
+        group.store = store;
+        group.plan = plan;
+      }
+    } catch (err) {
+      this.log.error({ event: 'held_request_failed', err }, 'answering held requests failed');
+      for (const held of this.take(group)) this.sender.error(held.ex, HTTP_FAILURES.internal);
     }
   }
 
   /** Answers a group's requests with the new body: one source per content coding (each random order its own). */
-  private wake(group: Group, selection: Selection, changes: Changes | null = null): void {
+  private wake(group: Group, selection: Selection): void {
     const shared = new Map<Encoding | 'identity', Source>();
     for (const held of this.take(group)) {
       const coding = held.encoding ?? 'identity';
       let source = selection.plan.sort === 'random' ? undefined : shared.get(coding);
-      if (!source) shared.set(coding, (source = this.answers.source(selection, held.encoding, true, changes)));
+      if (!source) shared.set(coding, (source = this.answers.source(selection, held.encoding, true)));
       this.answers.ok(held.ex, selection, held.encoding, held.rate, source);
     }
   }
@@ -218,7 +252,7 @@ export class Waiters {
     this.release(held);
     if (held.ex.aborted) return;
     const store = this.feed.current;
-    if (group.changes && store) return this.answers.ok(held.ex, this.answers.select(store, group.plan, this.clock.nowMs()), held.encoding, held.rate);
+    if (group.changes && store) return this.answers.ok(held.ex, this.selector.select(store, group.plan, this.clock.nowMs()), held.encoding, held.rate);
     this.answers.notModified(held.ex, group.plan, { etag: held.etag, store: group.store, rate: held.rate, cursor: null, reset: false });
   }
 

@@ -4,6 +4,7 @@ import type { Store } from '../store/store.js';
 import { execute } from './execute.js';
 import type { Plan } from './plan.js';
 import type { QueryScratch } from './scratch.js';
+import { versionFilter, type Then } from './version-filter.js';
 
 /**
  * A change set (README, Changes since a cursor): the upserts are
@@ -77,18 +78,23 @@ function textOfOrderKey(key: number): string {
 
 /**
  * The change set of `plan` (which has a cursor) from the cursor's list to
- * the list of `store` at second `nowS`.
+ * the list of `store` at second `nowS` (README, Changes since a cursor).
  *
  * A row whose `changedAt` is at most the cursor's snapshot has had the same
  * record since then, so it matches the filters exactly as it did, and was
  * in the cursor's list exactly when it was in the cursor's window. With
- * W(t) the window at second t, the selection's rows in W(now) ∪ W(cursor)
- * are, each:
- * - in W(now): an upsert, unless it is unchanged and was in W(cursor);
- * - outside W(now): a remove, if it changed or was in W(cursor).
- * Then every other changed row that the filters of the key itself (type,
- * port, ip) let through is a remove (it may have matched before), and so is
- * every key that left the snapshot since the cursor's and is not back.
+ * W(t) the window at second t, such a row of the selection is an upsert
+ * when it is in W(now) and was not in W(cursor), and a remove the other way
+ * round.
+ *
+ * Every other key changed or left since: whether it was in the cursor's
+ * list is read from the version it had then (store/versions.ts). It is a
+ * remove when that version was listed and the key is not now, and an
+ * upsert when it is listed now, unless the version listed then was the
+ * same record. When the versions no longer reach back to the cursor, every
+ * key changed or left that the filters of the key itself (type, port, ip)
+ * let through is taken as listed then: a wider change set, which is a reset
+ * where it would be larger than the whole list.
  */
 export function computeChanges(store: Store, plan: Plan, nowS: number, scratch: QueryScratch): ChangeSet {
   scratch.fit(store);
@@ -97,9 +103,10 @@ export function computeChanges(store: Store, plan: Plan, nowS: number, scratch: 
   const at = changesStart(store, plan);
   const list = { ...plan, sort: null, offset: null, count: null, format: 'array' as const };
   const endNow = store.prefixEnd(nowS - plan.time);
-  if (at < 0) return { reset: true, n: execute(store, list, endNow, scratch), removes: NO_REMOVES };
+  if (at < 0) return whole(store, list, endNow, scratch);
 
   const seq = history.snapshots[at].seq;
+  const exact = history.exactFrom(at);
   const changedAt = history.changedAt;
   const endThen = store.prefixEnd(since.second - plan.time);
   const end = Math.max(endNow, endThen);
@@ -107,23 +114,49 @@ export function computeChanges(store: Store, plan: Plan, nowS: number, scratch: 
   const rows = scratch.rows;
   // When every row of the window matched (no filter but time), the rows that did not are those past it: no marks needed.
   const marks = m === end ? null : scratch.marks.fill(0, 0, store.words);
-  const { ip, port, type } = store.c;
+  if (marks) for (let i = 0; i < m; i++) marks[rows[i] >>> 5] |= 1 << (rows[i] & 31);
+  const listedNow = (r: number): boolean => r >= 0 && r < endNow && (marks === null || (marks[r >>> 5] & (1 << (r & 31))) !== 0);
+  const { ip, port, type, addrPrint: prints } = store.c;
   const removed: number[] = [];
-  let n = 0;
-  for (let i = 0; i < m; i++) {
-    const r = rows[i];
-    if (marks) marks[r >>> 5] |= 1 << (r & 31);
-    const changed = changedAt[r] > seq;
-    if (r < endNow) {
-      if (changed || r >= endThen) rows[n++] = r;
-    } else if (changed || r < endThen) removed.push(textOrderKey(type[r], ip[r], port[r]));
+  const keyPasses = keyFilter(plan);
+
+  // Changed rows listed now, and then as the same record: not upserts.
+  const same = exact ? scratch.same.fill(0, 0, store.words) : null;
+  if (exact) {
+    const then: Then = { plan, store, seq, minCheckedAt: since.second - plan.time, keyPasses };
+    for (let b = history.versions.length - 1; b >= 0 && history.versions[b].seq > seq; b--) {
+      const batch = history.versions[b];
+      const listedThen = versionFilter(then, batch);
+      for (let v = 0; v < batch.count; v++) {
+        if (!listedThen(v)) continue;
+        const key = batch.key[v];
+        const t = keyType(key);
+        const a = keyIp(key);
+        const p = keyPort(key);
+        const pos = positionOf(store, a, p, t);
+        const r = pos < 0 ? -1 : store.c.byAddress[pos];
+        if (!listedNow(r)) removed.push(textOrderKey(t, a, p));
+        else if (prints[pos * 2] === batch.print[v * 2] && prints[pos * 2 + 1] === batch.print[v * 2 + 1]) same![r >>> 5] |= 1 << (r & 31);
+      }
+    }
   }
 
-  const keyPasses = keyFilter(plan);
+  let n = 0;
+  let listed = 0;
+  for (let i = 0; i < m; i++) {
+    const r = rows[i];
+    const changed = changedAt[r] > seq;
+    if (r < endNow) {
+      listed++;
+      if (changed ? same === null || (same[r >>> 5] & (1 << (r & 31))) === 0 : r >= endThen) rows[n++] = r;
+    } else if (changed ? same === null : r < endThen) removed.push(textOrderKey(type[r], ip[r], port[r]));
+  }
+  if (exact) return { reset: false, n, removes: sortedTexts(removed) };
+
+  // Wider: every other changed row the key's own filters let through, and every key that left since the cursor's snapshot and is not back.
   for (let r = marks ? 0 : end; r < store.rows; r++) {
     if (changedAt[r] > seq && (marks === null || (marks[r >>> 5] & (1 << (r & 31))) === 0) && keyPasses(type[r], ip[r], port[r])) removed.push(textOrderKey(type[r], ip[r], port[r]));
   }
-  // Keys that left since the cursor's snapshot and are not back (one that is back is a row, seen above).
   for (let i = at + 1; i < history.snapshots.length; i++) {
     for (const key of history.snapshots[i].left) {
       const t = keyType(key);
@@ -132,7 +165,13 @@ export function computeChanges(store: Store, plan: Plan, nowS: number, scratch: 
       if (keyPasses(t, a, p) && rowOf(store, a, p, t) < 0) removed.push(textOrderKey(t, a, p));
     }
   }
-  return { reset: false, n, removes: sortedTexts(removed) };
+  const removes = sortedTexts(removed);
+  return n + removes.length > listed ? whole(store, list, endNow, scratch) : { reset: false, n, removes };
+}
+
+/** A reset: the whole list of now. */
+function whole(store: Store, list: Plan, endNow: number, scratch: QueryScratch): ChangeSet {
+  return { reset: true, n: execute(store, list, endNow, scratch), removes: NO_REMOVES };
 }
 
 /** The texts of keys given by their text-order numbers, sorted, each once (a key may have left more than once). */
@@ -143,8 +182,11 @@ function sortedTexts(keys: number[]): string[] {
   return texts;
 }
 
+/** Whether a key passes the filters of the key itself. */
+export type KeyPasses = (type: number, ip: number, port: number) => boolean;
+
 /** The filters of a key itself: its type, its port, and (JSON) its address. */
-function keyFilter(plan: Plan): (type: number, ip: number, port: number) => boolean {
+export function keyFilter(plan: Plan): KeyPasses {
   const types = plan.types;
   const ports = plan.portSet;
   const ips = plan.ips;
@@ -155,6 +197,12 @@ function keyFilter(plan: Plan): (type: number, ip: number, port: number) => bool
 
 /** The row of a key in `store`, or -1: byAddress is ordered by ip, port, type. */
 function rowOf(store: Store, ip: number, port: number, type: number): number {
+  const pos = positionOf(store, ip, port, type);
+  return pos < 0 ? -1 : store.c.byAddress[pos];
+}
+
+/** The position in byAddress of a key in `store`, or -1. */
+function positionOf(store: Store, ip: number, port: number, type: number): number {
   const { byAddress, ip: ips, port: ports, type: types } = store.c;
   let lo = 0;
   let hi = byAddress.length;
@@ -165,7 +213,7 @@ function rowOf(store: Store, ip: number, port: number, type: number): number {
     else hi = mid;
   }
   const r = lo < byAddress.length ? byAddress[lo] : -1;
-  return r >= 0 && ips[r] === ip && ports[r] === port && types[r] === type ? r : -1;
+  return r >= 0 && ips[r] === ip && ports[r] === port && types[r] === type ? lo : -1;
 }
 
 /** Whether a change set changes nothing. */

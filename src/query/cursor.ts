@@ -55,5 +55,22 @@ export function parseCursor(text: string): Cursor | null {
   return { text, generatedAt, second, content: m[3], selection: m[4] };
 }
 
+/**
+ * Seconds a cursor may name past this instance's now: instances behind one
+ * balancer read clocks that agree to well under a second, but may sit on
+ * either side of a second's turn.
+ */
+const CLOCK_SLACK_S = 1;
+
+/**
+ * Why no instance can have issued `c` by second `nowS`, or null: a cursor
+ * names the second of its answer, never after now. (A second before its
+ * snapshot's generated_at is no sign of forgery: the checker's clock may run
+ * ahead of the instances'.)
+ */
+export function forgedCursor(c: Cursor, nowS: number): string | null {
+  return c.second > nowS + CLOCK_SLACK_S ? 'it names a second after now' : null;
+}
+
 /** Whether answers to `plan` carry a cursor: full lists, without count, offset or a random order. */
 export const carriesCursor = (p: Plan): boolean => p.get !== 'stats' && p.count === null && p.offset === null && p.sort !== 'random';

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, type Hash } from 'node:crypto';
 import type { Store } from '../store/store.js';
-import { execute } from './execute.js';
+import { selectRows } from './execute.js';
 import { planKey, type Plan } from './plan.js';
 import type { QueryScratch } from './scratch.js';
 
@@ -60,6 +60,12 @@ export class Tagger {
     return (r.etag ??= `W/"${r.tag}"`);
   }
 
+  /** Whether the tag of `plan` on `store` in this window is remembered: asking for it costs a lookup. */
+  knows(store: Store, plan: Plan, end: number, nowS: number): boolean {
+    const r = this.remembered.get(plan);
+    return r !== undefined && r.generation === store.source.generation && r.end === end && r.second === (plan.since ? nowS : -1);
+  }
+
   private remember(store: Store, plan: Plan, end: number, nowS: number): Remembered {
     const r = this.remembered.get(plan);
     const generation = store.source.generation;
@@ -75,7 +81,7 @@ export class Tagger {
     const sorted = plan.sort === 'ping' || plan.sort === 'works';
     // A random order's matches are those of the default order without paging.
     const selected = plan.sort === 'random' ? { ...plan, sort: null, offset: null, count: null, format: 'array' as const } : plan;
-    const n = execute(store, selected, end, this.scratch);
+    const n = selectRows(store, selected, end, this.scratch);
     const h = this.hash(store, plan).update(String(n));
     if (sorted) h.update(this.scratch.rows.subarray(0, n));
     return h.digest('base64url').slice(0, TAG_CHARS);

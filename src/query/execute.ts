@@ -3,6 +3,15 @@ import { normalizeCity, type Store } from '../store/store.js';
 import type { IpItem, Plan } from './plan.js';
 import type { QueryScratch } from './scratch.js';
 
+/** `execute`, unless the scratch still holds the same selection (see QueryScratch.remember); the rows stay there either way. */
+export function selectRows(store: Store, plan: Plan, end: number, scratch: QueryScratch): number {
+  const kept = scratch.remembered(store, plan, end);
+  if (kept >= 0) return kept;
+  const n = execute(store, plan, end, scratch);
+  scratch.remember(store, plan, end, n);
+  return n;
+}
+
 /**
  * A conjunct of the selection: a row passes when its bit is set in any of
  * `sets` (or in none of them, when negated).

@@ -9,6 +9,8 @@ import { releaseDroppedStores } from './release-dropped.js';
 
 /** Seconds of snapshots remembered for change sets, at least. */
 export const DEFAULT_HISTORY_S = 3600;
+/** Seconds of snapshots whose change sets are exact for any selection (docs/design.md, Exact change sets). */
+export const DEFAULT_HISTORY_EXACT_S = 900;
 
 /**
  * The snapshot the server answers from. Each new version of the file is built
@@ -29,8 +31,19 @@ export class SnapshotFeed extends FollowedFile {
   private readonly listeners: Array<(store: Store) => void> = [];
   private readonly builder = new BuildThread();
 
-  /** `historyS`: how long the snapshots of change sets are remembered (README, Changes since a cursor). */
-  constructor(path: string, private readonly clock: Clock, private readonly log: Logger, private readonly historyS = DEFAULT_HISTORY_S, options?: FollowOptions) {
+  /**
+   * `historyS`: how long the snapshots of change sets are remembered;
+   * `historyExactS`: how long the versions that make them exact are kept
+   * (README, Changes since a cursor).
+   */
+  constructor(
+    path: string,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly historyS = DEFAULT_HISTORY_S,
+    options?: FollowOptions,
+    private readonly historyExactS = DEFAULT_HISTORY_EXACT_S,
+  ) {
     super(path, options);
   }
 
@@ -65,7 +78,7 @@ export class SnapshotFeed extends FollowedFile {
     const { columns, meta } = loaded;
     const loadedAtMs = this.clock.nowMs();
     // What each row's record was in the store before, merged a slice at a time: the store swapped in next is still this one.
-    const history = await carryHistory(this.current, columns, meta, loadedAtMs, this.historyS * 1000);
+    const history = await carryHistory(this.current, columns, meta, loadedAtMs, this.historyS * 1000, Math.min(this.historyS, this.historyExactS) * 1000);
     const store = new Store(columns, meta, { file: path, loadedAtMs, generation: ++this.generation }, history);
     this.dropped = this.current !== null;
     this.current = store;

@@ -1,5 +1,6 @@
 import { mappedBuffer } from './arena.js';
 import type { StoreColumns, StoreMeta } from './columns.js';
+import { VERSION_BYTES, VersionWriter, type VersionBatch } from './versions.js';
 
 /** A snapshot a store's history still knows, and the keys that left the list when it came in. */
 export interface RememberedSnapshot {
@@ -17,6 +18,13 @@ export interface RememberedSnapshot {
 /** Characters of the content hash a cursor carries. */
 export const CONTENT_CHARS = 8;
 const NOTHING_LEFT = new Float64Array(0);
+/**
+ * Versions kept, at most, per record of the store: past that the oldest
+ * batches go, and cursors before them get a change set that may be wider
+ * than exact (docs/design.md, Exact change sets). It bounds the versions'
+ * memory to VERSION_BYTES times this per record, however fast the list turns over.
+ */
+export const VERSIONS_PER_RECORD = 2;
 /** Rows merged per turn of the event loop while a history is carried over. */
 const MERGE_SLICE_ROWS = 64 * 1024;
 /** A log of keys that left under this size is copied out of the room it was written in. */
@@ -41,7 +49,19 @@ export class History {
     readonly changedAt: Uint32Array,
     /** Oldest first; the last is the store's own snapshot. */
     readonly snapshots: readonly RememberedSnapshot[],
+    /** The records each snapshot after the first replaced or dropped, for the snapshots of the last --history-exact-s seconds; oldest first. */
+    readonly versions: readonly VersionBatch[] = [],
   ) {}
+
+  /**
+   * Whether the versions reach back to the remembered snapshot `at`: every
+   * snapshot after it has its batch, so a change set from it is exact.
+   */
+  exactFrom(at: number): boolean {
+    if (at === this.snapshots.length - 1) return true;
+    const first = this.versions[0];
+    return first !== undefined && first.seq <= this.snapshots[at].seq + 1;
+  }
 
   /** The remembered snapshot of a cursor, or -1 when it is not known (too old, from another chain, or never loaded here). */
   indexOf(generatedAt: number, content: string): number {
@@ -52,9 +72,14 @@ export class History {
     return -1;
   }
 
-  /** Bytes held beyond the rows: the logs of keys that left. */
-  get leftBytes(): number {
-    return this.snapshots.reduce((n, s) => n + s.left.byteLength, 0);
+  /** Versions kept. */
+  get versionCount(): number {
+    return this.versions.reduce((n, b) => n + b.count, 0);
+  }
+
+  /** Bytes held: the column of rows, the logs of keys that left, and the versions. */
+  get bytes(): number {
+    return this.changedAt.byteLength + this.snapshots.reduce((n, s) => n + s.left.byteLength, 0) + this.versionCount * VERSION_BYTES;
   }
 }
 
@@ -86,7 +111,7 @@ export interface HistorySource {
  * snapshot is not later than the previous one, or names other services:
  * neither "changed since" nor the meaning of a service bit would hold.
  */
-export async function carryHistory(prev: HistorySource | null, c: StoreColumns, meta: StoreMeta, nowMs: number, historyMs: number): Promise<History> {
+export async function carryHistory(prev: HistorySource | null, c: StoreColumns, meta: StoreMeta, nowMs: number, historyMs: number, exactMs: number): Promise<History> {
   const last = prev?.history.snapshots.at(-1);
   const seq = (last?.seq ?? 0) + 1;
   const content = meta.contentHash.slice(0, CONTENT_CHARS);
@@ -95,9 +120,29 @@ export async function carryHistory(prev: HistorySource | null, c: StoreColumns, 
     return startHistory(c.rows, meta, seq, nowMs);
   }
   const changedAt = rowColumn(c.rows);
-  const left = await mergeRows(prev, c, changedAt, sameSnapshot ? last.seq : seq);
+  const versions = sameSnapshot ? null : new VersionWriter(prev.c, prev.meta, seq, nowMs);
+  const left = await mergeRows(prev, c, changedAt, sameSnapshot ? last.seq : seq, versions);
   const recent = prev.history.snapshots.filter((_, i, all) => i === all.length - 1 || all[i + 1].loadedAtMs >= nowMs - historyMs);
-  return new History(changedAt, usable(sameSnapshot ? recent : [...recent, { generatedAt: meta.generatedAt, content, seq, loadedAtMs: nowMs, left }], c.rows));
+  const snapshots = usable(sameSnapshot ? recent : [...recent, { generatedAt: meta.generatedAt, content, seq, loadedAtMs: nowMs, left }], c.rows);
+  const batches = versions ? [...prev.history.versions, versions.finish()] : prev.history.versions;
+  return new History(changedAt, snapshots, exactBatches(batches, snapshots[0].seq, nowMs - exactMs, c.rows * VERSIONS_PER_RECORD));
+}
+
+/**
+ * The newest batches of versions that were made since `sinceMs`, after the
+ * oldest snapshot remembered (`firstSeq`; those before serve no cursor),
+ * and hold at most `most` versions together.
+ */
+function exactBatches(batches: readonly VersionBatch[], firstSeq: number, sinceMs: number, most: number): VersionBatch[] {
+  let first = batches.length;
+  let held = 0;
+  while (first > 0) {
+    const b = batches[first - 1];
+    if (b.seq <= firstSeq || b.loadedAtMs < sinceMs || held + b.count > most) break;
+    held += b.count;
+    first--;
+  }
+  return batches.slice(first);
 }
 
 /**
@@ -119,6 +164,7 @@ function usable(snapshots: RememberedSnapshot[], rows: number): RememberedSnapsh
 /** The walk along both address orders, between slices. */
 interface Merge {
   p: StoreColumns;
+  versions: VersionWriter | null;
   c: StoreColumns;
   prevChanged: Uint32Array;
   changedAt: Uint32Array;
@@ -137,16 +183,16 @@ interface Merge {
  * prints of its shown values are (`addrPrint`, made by the build in address
  * order, so both are read in sequence).
  */
-async function mergeRows(prev: HistorySource, c: StoreColumns, changedAt: Uint32Array, seq: number): Promise<Float64Array> {
+async function mergeRows(prev: HistorySource, c: StoreColumns, changedAt: Uint32Array, seq: number, versions: VersionWriter | null): Promise<Float64Array> {
   // Room for every key of prev, mapped by itself: only the pages written cost memory, and nothing is copied as the log grows.
   const room = new Float64Array(mappedBuffer(prev.c.byAddress.length * 8));
-  const m: Merge = { p: prev.c, c, changedAt, seq, i: 0, j: 0, left: room, leftCount: 0, prevChanged: prev.history.changedAt };
+  const m: Merge = { p: prev.c, versions, c, changedAt, seq, i: 0, j: 0, left: room, leftCount: 0, prevChanged: prev.history.changedAt };
   const rows = c.byAddress.length;
   while (m.j < rows) {
     mergeSlice(m, Math.min(rows, m.j + MERGE_SLICE_ROWS));
     if (m.j < rows) await new Promise((resolve) => setImmediate(resolve));
   }
-  while (m.i < m.p.byAddress.length) leave(m, m.p.byAddress[m.i++]);
+  while (m.i < m.p.byAddress.length) leave(m, m.i++);
   // A short log gets a buffer of its size (the room goes at the next collection); a long one keeps the pages it wrote.
   return m.leftCount * 8 < SMALL_LOG_BYTES ? m.left.slice(0, m.leftCount) : m.left.subarray(0, m.leftCount);
 }
@@ -164,12 +210,13 @@ function mergeSlice(m: Merge, stop: number): void {
     const rn = nKeys[j];
     const key = packKey(cIp[rn], cPort[rn], cType[rn]);
     while (prevKey < key) {
-      leave(m, pKeys[i++]);
+      leave(m, i++);
       prevKey = keyAt(i);
     }
     let since = seq;
     if (prevKey === key) {
       if (pPrint[i * 2] === cPrint[j * 2] && pPrint[i * 2 + 1] === cPrint[j * 2 + 1]) since = prevChanged[pKeys[i]];
+      else m.versions?.add(pKeys[i], key, i, prevChanged[pKeys[i]]);
       prevKey = keyAt(++i);
     }
     changedAt[rn] = since;
@@ -178,7 +225,10 @@ function mergeSlice(m: Merge, stop: number): void {
   m.j = stop;
 }
 
-/** Logs the key of `prev`'s row `r`, which the new store has not. */
-function leave(m: Merge, r: number): void {
-  m.left[m.leftCount++] = packKey(m.p.ip[r], m.p.port[r], m.p.type[r]);
+/** Logs the key of the row at position `i` of `prev`'s address order, which the new store has not, and keeps its version. */
+function leave(m: Merge, i: number): void {
+  const r = m.p.byAddress[i];
+  const key = packKey(m.p.ip[r], m.p.port[r], m.p.type[r]);
+  m.left[m.leftCount++] = key;
+  m.versions?.add(r, key, i, m.prevChanged[r]);
 }

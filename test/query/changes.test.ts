@@ -22,11 +22,32 @@ const VERSIONS = 5;
 const STEP_S = 40;
 const chain: SnapshotRecord[][] = [generateRecords({ records: RECORDS, seed: 31, now: TEST_NOW_S })];
 for (let v = 1; v < VERSIONS; v++) chain.push(evolveRecords(chain[v - 1], { seed: 500 + v, share: 0.1, now: TEST_NOW_S + v * STEP_S }));
-const files = chain.map((records, v) => encodeSnapshot(records, TEST_NOW_S + v * STEP_S));
+/**
+ * Keys listed twice: in the odd versions, a few records again with an
+ * older check and other values (the fresher one is the record), and a few
+ * with a fresher check and other values (the new one is).
+ */
+function withDuplicates(records: SnapshotRecord[], v: number): SnapshotRecord[] {
+  if (v % 2 === 0) return records;
+  const older = records.slice(0, 40).map((r, i) => ({ ...r, checked_at: r.checked_at - 5, anon: i % 2 ? 'elite' : 'transparent' }) as SnapshotRecord);
+  const fresher = records.slice(40, 60).map((r, i) => ({ ...r, checked_at: r.checked_at + 1, works: (r.works + 37 * (i + 1)) % 101 }) as SnapshotRecord);
+  return [...older, ...records, ...fresher];
+}
+const files = chain.map((records, v) => encodeSnapshot(withDuplicates(records, v), TEST_NOW_S + v * STEP_S));
 const engines = files.map((f) => NaiveEngine.fromFile(f));
+
+const some = chain[0].filter((_, i) => i % 97 === 3);
+/** A narrow selection on each field a list is filtered by, each one held at every moment. */
+const narrow = [
+  'type=socks5&anon=elite&time=300', 'get=json&anon=transparent&works=50&pretty=0', `port=${some[0].port},${some[1].port},80`, 'ping=300&works=90&time=99999',
+  'get=json&time=120&fields=ip,ping', `get=json&country=${some[2].country},${some[3].country}&time=99999`, `country=${some[4].country}&cm=except&service=telegram&time=99999`,
+  `city=${encodeURIComponent(some[5].city?.ru ?? 'Москва')},${encodeURIComponent(some[6].city?.en ?? 'Berlin')}&time=99999`, 'service=smtp,google&type=http,https&time=99999',
+  `get=json&ip=${some.slice(0, 12).map((r) => r.ip).join(',')},${some[13].ip}:${some[13].port}&time=99999`,
+];
 
 /** Whole-list queries: no count, offset or random order, which a cursor never comes with. */
 const queries = [
+  ...narrow,
   '', 'type_prefix=1', 'get=json', 'get=json&pretty=0&fields=ip,ping,works', 'get=json&split_ip=1&lang=en&format=object', 'get=json.file&wrap=1',
   'type=socks5,http&time=120', 'get=json&anon=elite&time=300&pretty=0', 'port=80,8080&get=txt.file', 'get=json&country=US,DE&cm=except&works=50',
   'get=json&service=telegram&ping=800&sort=ping', `get=json&ip=${chain[0][5].ip},${chain[0][9].ip}:${chain[0][9].port}&time=99999`, 'time=30',
@@ -47,17 +68,24 @@ function checkChangeSet(q: string, from: Held, version: number, nowMs: number, r
   const cursor = res.headers.get('list-cursor');
   const reset = res.headers.get('list-reset') === '1';
   assert.ok(cursor, `a List-Cursor on ?${withSince(q, from.cursor)}`);
-  const want = engines[version].changeSet(engines.slice(from.version, version + 1), q, from.atMs, nowMs, cursor!, reset);
+  const want = engines[version].changeSet(engines[from.version], q, from.atMs, nowMs, cursor!, reset);
   assert.is(res.status, 200, `status of ?${withSince(q, from.cursor)}: ${body}`);
   assert.is(res.headers.get('content-type'), want.contentType);
   if (body !== want.body) assert.fixture(body, want.body, `change set of ?${q} from v${from.version} to v${version}`);
   assert.is(reset, false, 'the history still knows the cursor');
 
-  // Applied to the cursor's list, the change set gives the list of now.
-  const json = /get=json/i.test(q);
-  const before = listOf(engines[from.version], q, from.atMs);
-  const after = listOf(engines[version], q, nowMs);
-  if (json) {
+  applies(q, body, engines[from.version], from.atMs, engines[version], nowMs, cursor!, reset);
+}
+
+/**
+ * Applied to the cursor's list (or, for a reset, to nothing), the change
+ * set `body` gives the list of now; nothing is both upserted and removed,
+ * and every upsert is in the list of now.
+ */
+function applies(q: string, body: string, then: NaiveEngine, thenMs: number, now: NaiveEngine, nowMs: number, cursor: string, reset: boolean): void {
+  const before = reset ? new Map<string, string>() : listOf(then, q, thenMs);
+  const after = listOf(now, q, nowMs);
+  if (/get=json/i.test(q)) {
     const set = JSON.parse(body) as { cursor: string; reset: boolean; upsert: Record<string, unknown>; remove: string[] };
     assert.is(set.cursor, cursor);
     for (const k of set.remove) {
@@ -77,13 +105,8 @@ function checkChangeSet(q: string, from: Held, version: number, nowMs: number, r
   assert.equal([...before.keys()].sort(), [...after.keys()].sort(), `L(cursor) with the change set applied is L(now) for ?${q}`);
 }
 
-/** The keys a full answer lists (format ignored, as change sets ignore it), with the record values for JSON. */
-function listOf(e: NaiveEngine, q: string, ms: number): Map<string, string> {
-  const json = /get=json/i.test(q);
-  const ips = json ? new URLSearchParams(q).getAll('ip').join(',').split(',').map((s) => s.trim()).filter(Boolean) : [];
-  const rows = e.select(q, ms).filter((r) => ips.length === 0 || ips.some((i) => i === r.ip || i === `${r.ip}:${r.port}`));
-  return new Map(rows.map((r) => [keyOf(r), '']));
-}
+/** The keys a full answer lists (format ignored, as change sets ignore it). */
+const listOf = (e: NaiveEngine, q: string, ms: number): Map<string, string> => new Map(e.listed(q, ms).map((r) => [keyOf(r), '']));
 
 for (const cache of [true, false]) {
   const test = serverSuite(`change sets (cache ${cache ? 'on' : 'off'})`, () => ({ snapshot: files[0], options: cache ? {} : { cacheBytes: 0 } }));
@@ -118,8 +141,8 @@ for (const cache of [true, false]) {
           assert.ok(cursor, `a full list carries List-Cursor: ?${q}`);
           assert.match(cursor!, /^[0-9A-Za-z_.-]{1,64}$/);
           assert.is(body, engines[v].answer(`key=x&${q}`, nowMs).body, `full list ?${q}`);
-          // Keep a few cursors of each moment, from every query over time.
-          if (rand() < 0.1) held.push({ query: q, version: v, atMs: nowMs, cursor: cursor! });
+          // Keep every narrow selection's cursor, and a few of the others', of each moment.
+          if (narrow.includes(q) || rand() < 0.1) held.push({ query: q, version: v, atMs: nowMs, cursor: cursor! });
         }
       }
     }
@@ -152,7 +175,7 @@ edges('a cursor the instance does not know gets a reset: the whole list, marked'
       const body = await res.text();
       assert.is(res.status, 200, body);
       assert.is(res.headers.get('list-reset'), '1');
-      const want = engines[1].changeSet([engines[1]], q, 0, t.clock.nowMs(), res.headers.get('list-cursor')!, true);
+      const want = engines[1].changeSet(engines[1], q, 0, t.clock.nowMs(), res.headers.get('list-cursor')!, true);
       assert.is(body, want.body);
     }
     // The same query at the same second, from two instances with the same snapshot: the same cursor.
@@ -199,11 +222,57 @@ edges('errors: a malformed cursor, one for other filters, and parameters a chang
     assert.match(body, message);
     assert.is(res.headers.get('cache-control'), 'no-store');
   }
+  // Forged cursors: a second after now (past the second of slack between instances' clocks).
+  const [gen, second, content, selection] = cursor.split('.');
+  const at = (s: number): string => `${gen}.${s.toString(36)}.${content}.${selection}`;
+  for (const ahead of [2, 86400]) {
+    const c = at(parseInt(second, 36) + ahead);
+    const res = await t.api(withSince('type=http&time=300', c));
+    const body = await res.text();
+    assert.is(res.status, 400, `${c}: ${body}`);
+    assert.match(body, new RegExp(`^Error: Invalid since "${c.replace(/\./g, '\\.')}": it names a second after now\n?$`));
+  }
+  assert.is((await t.api(withSince('type=http&time=300', at(parseInt(second, 36) + 1)))).status, 200, 'a second ahead: another instance\'s clock');
   // Answers that are not a whole list carry no cursor.
   for (const q of ['count=5', 'offset=2', 'sort=random', 'get=stats']) assert.is((await t.api(q)).headers.get('list-cursor'), null, q);
 });
 
 edges.run();
+
+const EXACT_S = 60;
+const older = serverSuite('change sets: cursors just inside and just outside --history-exact-s', () => ({ snapshot: files[0], options: { historyExactS: EXACT_S } }));
+
+older('inside, the exact difference; outside, a wider change set that still gives the list of now and is never larger than it', async ({ t }) => {
+  const cursors: Held[] = [];
+  // v0 at 0 s, v1 at 40 s, v2 at 80 s, v3 at 120 s: at 120 s the versions of v1's swap (40 s) are more than 60 s old.
+  for (let v = 0; v < 4; v++) {
+    if (v > 0) await publish(t, v);
+    t.clock.set((TEST_NOW_S + v * STEP_S) * 1000);
+    for (const q of narrow) cursors.push({ query: q, version: v, atMs: t.clock.nowMs(), cursor: (await t.api(q)).headers.get('list-cursor')! });
+  }
+  const nowMs = t.clock.nowMs();
+  let wider = 0;
+  for (const from of cursors) {
+    const q = from.query;
+    const res = await t.api(withSince(q, from.cursor));
+    const body = await res.text();
+    const ageS = (nowMs - from.atMs) / 1000;
+    if (ageS <= EXACT_S) {
+      checkChangeSet(q, from, 3, nowMs, res, body);
+      continue;
+    }
+    const reset = res.headers.get('list-reset') === '1';
+    applies(q, body, engines[from.version], from.atMs, engines[3], nowMs, res.headers.get('list-cursor')!, reset);
+    const exact = engines[3].changeSet(engines[from.version], q, from.atMs, nowMs, res.headers.get('list-cursor')!, false);
+    const lines = (text: string): number => (/get=json/i.test(q) ? ((s) => Object.keys(s.upsert).length + s.remove.length)(JSON.parse(text) as { upsert: object; remove: string[] }) : text.split('\n').length - 1);
+    assert.ok(lines(body) <= Math.max(lines(exact.body), engines[3].listed(q, nowMs).length), `?${q} from ${ageS} s ago: no larger than the whole list`);
+    assert.is(/get=json/i.test(q) ? (JSON.parse(body) as { reset: boolean }).reset : reset, reset, 'List-Reset says what the body says');
+    if (body !== exact.body) wider++;
+  }
+  assert.ok(wider > 0, 'some change set from outside the window is wider than exact');
+});
+
+older.run();
 
 const waiting = serverSuite('change sets with wait', () => ({ snapshot: files[0] }));
 
@@ -235,6 +304,31 @@ waiting('a change set with wait is held while it is empty, and answered within a
   const emptySet = JSON.parse(await empty.text()) as { cursor: string; upsert: object; remove: string[] };
   assert.equal([emptySet.upsert, emptySet.remove], [{}, []]);
   assert.is(emptySet.cursor, empty.headers.get('list-cursor'));
+});
+
+waiting('held change sets of many distinct selections are worked out in slices at a swap, each the reference\'s', async ({ t }) => {
+  await publish(t, 2);
+  const at = TEST_NOW_S + 2 * STEP_S;
+  t.clock.set(at * 1000);
+  const queries = Array.from({ length: 200 }, (_, i) => `works=${i % 7}&ping=${200 + i * 13}&time=99999${i % 2 ? '&get=json&pretty=0' : ''}`);
+  const cursors = await Promise.all(queries.map(async (q) => (await t.api(q)).headers.get('list-cursor')!));
+  const pending = queries.map((q, i) => fetch(`${t.base}/api?key=${TEST_KEY}&${q}&wait=30&since=${cursors[i]}`).then(async (res) => ({ res, body: await res.text() })));
+  await eventually(() => t.server.waiters.count === queries.length, 10_000, 'every request held');
+  const passes = t.server.waiters.passes;
+  const slices = t.server.waiters.passSlices;
+  // Every record checked again: every row changed.
+  const next = chain[2].map((r) => ({ ...r, checked_at: r.checked_at + 1 }));
+  const ok = t.server.feed.reloadsOk;
+  writeFileAtomic(t.snapshot, encodeSnapshot(next, at + 1));
+  await eventually(() => t.server.feed.reloadsOk === ok + 1, 10_000, 'the snapshot to load');
+  const answers = await Promise.all(pending);
+  const then = NaiveEngine.fromFile(files[2]);
+  const now = NaiveEngine.fromFile(encodeSnapshot(next, at + 1));
+  answers.forEach(({ res, body }, i) => {
+    assert.is(res.status, 200, body);
+    assert.is(body, now.changeSet(then, queries[i], at * 1000, t.clock.nowMs(), res.headers.get('list-cursor')!, false).body, `?${queries[i]}`);
+  });
+  assert.ok(t.server.waiters.passSlices - slices > t.server.waiters.passes - passes, `the passes took more than one turn each (${t.server.waiters.passSlices - slices} slices, ${t.server.waiters.passes - passes} passes)`);
 });
 
 waiting.run();

@@ -31,7 +31,6 @@ const timecheck = (unixS: number): string => new Date((unixS + 7200) * 1000).toI
 export class NaiveEngine {
   readonly services: string[];
   readonly records: SnapshotRecord[];
-  private keyed: Map<string, SnapshotRecord> | null = null;
 
   constructor(snapshot: { services?: string[]; proxies: unknown[] }) {
     this.services = snapshot.services ?? DEFAULT_SERVICES;
@@ -164,54 +163,27 @@ export class NaiveEngine {
     };
   }
 
-  /** The records by key, `type://ip:port`. */
-  private byKey(): Map<string, SnapshotRecord> {
-    return (this.keyed ??= new Map(this.records.map((r) => [keyOf(r), r])));
-  }
-
   /**
    * The change set (README, Changes since a cursor) of `query` from L(cursor),
-   * what the first of `chain` selected at `cursorMs`, to L(now), what this
-   * one (the last of `chain`) selects at `nowMs`. `chain` is every snapshot
-   * served from the cursor's to this one. A key changed when its values
-   * differ between two snapshots of the chain, or it is missing from one.
-   * Upserts: the keys of L(now) that changed or were not in L(cursor).
-   * Removes: the keys not in L(now) that were in L(cursor), or changed and
-   * pass the filters of the key itself (type, port, ip). `cursor` is the new
+   * what `then` selected at `cursorMs`, to L(now), what this snapshot
+   * selects at `nowMs`: exactly their difference. Upserts: the records of
+   * L(now) whose key was not in L(cursor), or was with other values.
+   * Removes: the keys of L(cursor) not in L(now). `cursor` is the new
    * cursor, which the reference takes as given; a reset lists all of L(now).
    */
-  changeSet(chain: readonly NaiveEngine[], query: string, cursorMs: number, nowMs: number, cursor: string, reset: boolean): NaiveAnswer {
+  changeSet(then: NaiveEngine, query: string, cursorMs: number, nowMs: number, cursor: string, reset: boolean): NaiveAnswer {
     const params = new URLSearchParams(query);
     const one = (name: string): string | null => params.getAll(name).find((v) => v !== '') ?? null;
-    const list = (name: string): string[] => params.getAll(name).join(',').split(',').map((s) => s.trim()).filter((s) => s !== '');
     const get = (one('get') ?? 'txt').toLowerCase();
     const json = get.startsWith('json');
-    const ips = json ? list('ip') : [];
-    const types = list('type').map((t) => t.toLowerCase());
-    const ports = list('port').map(Number);
-    const keyPasses = (r: SnapshotRecord): boolean =>
-      (types.length === 0 || types.includes(r.type)) && (ports.length === 0 || ports.includes(r.port)) &&
-      (ips.length === 0 || ips.some((item) => item === r.ip || item === `${r.ip}:${r.port}`));
-    const selected = (e: NaiveEngine, ms: number): SnapshotRecord[] => e.select(query, ms).filter((r) => ips.length === 0 || ips.some((item) => item === r.ip || item === `${r.ip}:${r.port}`));
-
-    const now = selected(this, nowMs);
-    const nowKeys = new Set(now.map(keyOf));
+    const now = this.listed(query, nowMs);
     let upserts = now;
     let removes: string[] = [];
     if (!reset) {
-      const before = new Set(selected(chain[0], cursorMs).map(keyOf));
-      const changed = new Set<string>();
-      const every = new Map<string, SnapshotRecord>();
-      for (let i = 1; i < chain.length; i++) {
-        const a = chain[i - 1].byKey();
-        const b = chain[i].byKey();
-        for (const [k, r] of a) if (!b.has(k) || visible(r, chain[i - 1].services) !== visible(b.get(k)!, chain[i].services)) changed.add(k);
-        for (const k of b.keys()) if (!a.has(k)) changed.add(k);
-        for (const m of [a, b]) for (const [k, r] of m) every.set(k, r);
-      }
-      upserts = now.filter((r) => changed.has(keyOf(r)) || !before.has(keyOf(r)));
-      const gone = new Set([...before, ...[...changed].filter((k) => keyPasses(every.get(k)!))]);
-      removes = [...gone].filter((k) => !nowKeys.has(k)).sort();
+      const before = new Map(then.listed(query, cursorMs).map((r) => [keyOf(r), visible(r, then.services)]));
+      const nowKeys = new Set(now.map(keyOf));
+      upserts = now.filter((r) => before.get(keyOf(r)) !== visible(r, this.services));
+      removes = [...before.keys()].filter((k) => !nowKeys.has(k)).sort();
     }
     if (json) {
       const toObject = this.recordObject(params);
@@ -221,6 +193,14 @@ export class NaiveEngine {
     }
     const body = upserts.map((r) => `+${keyOf(r)}\n`).join('') + removes.map((k) => `-${k}\n`).join('');
     return { status: 200, contentType: 'text/plain; charset=utf-8', disposition: get === 'txt.file' ? 'attachment; filename="proxies.txt"' : null, body };
+  }
+
+  /** The records a whole list of `query` lists at `nowMs` (JSON's `ip` applied, `format` ignored), in the default order. */
+  listed(query: string, nowMs: number): SnapshotRecord[] {
+    const params = new URLSearchParams(query);
+    const json = (params.getAll('get').find((v) => v !== '') ?? 'txt').toLowerCase().startsWith('json');
+    const ips = json ? params.getAll('ip').join(',').split(',').map((s) => s.trim()).filter((s) => s !== '') : [];
+    return this.select(query, nowMs).filter((r) => ips.length === 0 || ips.some((item) => item === r.ip || item === `${r.ip}:${r.port}`));
   }
 
   /** The records every filter of the query selects at `nowMs`, in the default order, before `ip`, sorting and paging. */
