@@ -1,5 +1,5 @@
 import { TYPES } from '../core/vocabulary.js';
-import { keyIp, keyPort, keyType } from '../store/history.js';
+import { keyIp, keyPort, keyType, packKey } from '../store/history.js';
 import type { Store } from '../store/store.js';
 import { execute } from './execute.js';
 import type { Plan } from './plan.js';
@@ -127,13 +127,16 @@ export function computeChanges(store: Store, plan: Plan, nowS: number, scratch: 
     for (let b = history.versions.length - 1; b >= 0 && history.versions[b].seq > seq; b--) {
       const batch = history.versions[b];
       const listedThen = versionFilter(then, batch);
+      // A batch's keys ascend, as byAddress does: each is sought from where the one before was.
+      let from = 0;
       for (let v = 0; v < batch.count; v++) {
         if (!listedThen(v)) continue;
         const key = batch.key[v];
         const t = keyType(key);
         const a = keyIp(key);
         const p = keyPort(key);
-        const pos = positionOf(store, a, p, t);
+        from = seek(store, key, from);
+        const pos = from < store.rows && keyAtPosition(store, from) === key ? from : -1;
         const r = pos < 0 ? -1 : store.c.byAddress[pos];
         if (!listedNow(r)) removed.push(textOrderKey(t, a, p));
         else if (prints[pos * 2] === batch.print[v * 2] && prints[pos * 2 + 1] === batch.print[v * 2 + 1]) same![r >>> 5] |= 1 << (r & 31);
@@ -195,25 +198,35 @@ export function keyFilter(plan: Plan): KeyPasses {
     (ips === null || ips.some((item) => item.ip === ip && (item.port < 0 || item.port === port)));
 }
 
-/** The row of a key in `store`, or -1: byAddress is ordered by ip, port, type. */
-function rowOf(store: Store, ip: number, port: number, type: number): number {
-  const pos = positionOf(store, ip, port, type);
-  return pos < 0 ? -1 : store.c.byAddress[pos];
-}
+/** The key (see packKey) at position `pos` of byAddress. */
+const keyAtPosition = (store: Store, pos: number): number => store.history.addrKey[pos];
 
-/** The position in byAddress of a key in `store`, or -1. */
-function positionOf(store: Store, ip: number, port: number, type: number): number {
-  const { byAddress, ip: ips, port: ports, type: types } = store.c;
-  let lo = 0;
-  let hi = byAddress.length;
+/** The first position at or after `from` of byAddress whose key is not below `key`: a gallop, then a binary search. */
+function seek(store: Store, key: number, from: number): number {
+  const n = store.rows;
+  const keys = store.history.addrKey;
+  let lo = from;
+  let hi = from;
+  let step = 1;
+  while (hi < n && keys[hi] < key) {
+    lo = hi + 1;
+    hi += step;
+    step *= 2;
+  }
+  if (hi > n) hi = n;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    const r = byAddress[mid];
-    if (ips[r] < ip || (ips[r] === ip && (ports[r] < port || (ports[r] === port && types[r] < type)))) lo = mid + 1;
+    if (keys[mid] < key) lo = mid + 1;
     else hi = mid;
   }
-  const r = lo < byAddress.length ? byAddress[lo] : -1;
-  return r >= 0 && ips[r] === ip && ports[r] === port && types[r] === type ? lo : -1;
+  return lo;
+}
+
+/** The row of a key in `store`, or -1: byAddress is ordered by ip, port, type. */
+function rowOf(store: Store, ip: number, port: number, type: number): number {
+  const key = packKey(ip, port, type);
+  const pos = seek(store, key, 0);
+  return pos < store.rows && keyAtPosition(store, pos) === key ? store.c.byAddress[pos] : -1;
 }
 
 /** Whether a change set changes nothing. */

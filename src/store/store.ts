@@ -46,7 +46,7 @@ export class Store {
   readonly history: History;
 
   constructor(readonly c: StoreColumns, readonly meta: StoreMeta, readonly source: StoreSource, history?: History) {
-    this.history = history ?? startHistory(c.rows, meta, 1, source.loadedAtMs);
+    this.history = history ?? startHistory(c, meta, 1, source.loadedAtMs);
     this.rows = c.rows;
     this.words = c.typeBits.words;
     this.countryId = new Map(meta.countries.map((code, i) => [code, i]));
