@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net';
 
 /** A request held on a connection of its own, and when and how it was answered. */
-export interface Holder { socket: Socket; answeredAt: number; status: string; bytes: number }
+export interface Holder { socket: Socket; answeredAt: number; status: string; bytes: number; contentLength: number }
 
 /**
  * Opens `n` loopback connections, the i-th sending `request(i)` (a whole
@@ -11,7 +11,7 @@ export async function holdRequests(port: number, n: number, request: (i: number)
   const holders: Holder[] = [];
   for (let i = 0; i < n; i += 250) {
     await Promise.all(Array.from({ length: Math.min(250, n - i) }, (_, k) => new Promise<void>((resolve, reject) => {
-      const h: Holder = { socket: connect({ host: '127.0.0.1', port }), answeredAt: 0, status: '', bytes: 0 };
+      const h: Holder = { socket: connect({ host: '127.0.0.1', port }), answeredAt: 0, status: '', bytes: 0, contentLength: -1 };
       h.socket.once('connect', () => {
         h.socket.write(request(i + k));
         resolve();
@@ -21,6 +21,7 @@ export async function holdRequests(port: number, n: number, request: (i: number)
         if (h.bytes === 0) {
           h.answeredAt = performance.now();
           h.status = d.toString('latin1', 9, 12);
+          h.contentLength = Number(/\r\ncontent-length: *(\d+)/i.exec(d.toString('latin1', 0, 2048))?.[1] ?? -1);
         }
         h.bytes += d.length;
       });

@@ -6,17 +6,30 @@
  *   RSS, and the p99 of small queries asked meanwhile;
  * - H3: 200 distinct brotli bodies whose clients leave after 50 ms: CPU
  *   seconds and peak RSS.
- * Server on core 0; the clients in this process.
- * Run: npm run bench:hostile [-- --records N]
+ * Server on core 0; the clients in this process, on core 1 (taskset), but
+ * the small queries from a prober of their own (bench/probe.ts), so that
+ * reading gigabytes here never shows as their latency. `--cli PATH` runs
+ * another build's server (dist/src/cli/main.js of a worktree), to compare.
+ * Run: npm run bench:hostile [-- --records N] [-- --cli PATH]
  */
 import { copyFileSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePorts } from '../test/helpers/cli.js';
-import { leaveAfter, percentile, readThenHold, smallLatencies } from '../test/helpers/hostile-clients.js';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { leaveAfter, percentile, readThenHold } from '../test/helpers/hostile-clients.js';
 import { MB, cpuSeconds, rssBytes, watchPeakRss } from '../test/helpers/process-stats.js';
-import { BENCH_KEY, CLI, generateSnapshot, round2, sleep, startPinned, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
+import { BENCH_KEY, CLI, LOAD_CORE, generateSnapshot, round2, sleep, startPinned, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
 
+const cliArg = process.argv.indexOf('--cli');
+const SERVER_CLI = cliArg > 0 ? process.argv[cliArg + 1] : CLI;
+const PROBE = fileURLToPath(new URL('probe.js', import.meta.url));
+/** Small queries' latencies over `ms`, sorted, from the prober on the load core. */
+const smallLatencies = (base: string, path: string, ms: number): Promise<number[]> =>
+  new Promise((resolve, reject) => {
+    execFile('taskset', ['-c', LOAD_CORE, process.execPath, PROBE, new URL(base).port, path, String(ms)], (err, out) => (err ? reject(err) : resolve(JSON.parse(out) as number[])));
+  });
 const recordsArg = process.argv.indexOf('--records');
 const RECORDS = recordsArg > 0 ? Number(process.argv[recordsArg + 1]) : 200_000;
 /** The README's worst case for these options (Memory, hostile clients and secrets), no reader without room in the budget. */
@@ -42,7 +55,7 @@ const FIELDS = ['port', 'ip_out', 'type', 'anon', 'ping', 'timecheck', 'country'
 const big = (i: number): string => `/api?key=${BENCH_KEY}&get=json&time=100000&split_ip=1&fields=ip,${FIELDS.filter((_, f) => f < 8 || ((i >> (f - 8)) & 1) === 0 || f === 8 + (i % 5)).join(',')}&pretty=${i % 2}&works=${Math.floor(i / 32)}`;
 const SMALL = `/api?key=${BENCH_KEY}&type=http&count=100&get=json`;
 
-const server = startPinned(process.execPath, [CLI, 'serve', '--snapshot', path, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn', '--drain-s', '0']);
+const server = startPinned(process.execPath, [SERVER_CLI, 'serve', '--snapshot', path, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn', '--drain-s', '0']);
 try {
   await waitFor(`${base}/health`, 60_000, (s) => s === 200);
   // taskset runs the server in its own process.

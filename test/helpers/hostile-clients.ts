@@ -61,19 +61,4 @@ export function leaveAfter(port: number, path: string, ms: number, headers: Reco
   });
 }
 
-/** Latencies (ms) of small requests asked one after another on one connection for `ms`. */
-export async function smallLatencies(base: string, path: string, ms: number): Promise<number[]> {
-  const latencies: number[] = [];
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    const began = performance.now();
-    const res = await fetch(base + path);
-    await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`a small query got ${res.status}`);
-    latencies.push(performance.now() - began);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return latencies.sort((a, b) => a - b);
-}
-
 export const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
