@@ -38,7 +38,7 @@ import { OutputBuffer } from '../src/render/output-buffer.js';
 import { encodeSnapshot, evolveRecords, generateRecords } from '../src/snapshot/generate.js';
 import type { SnapshotRecord } from '../src/snapshot/format.js';
 import { SnapshotFeed } from '../src/snapshot/snapshot-feed.js';
-import { packKey } from '../src/store/history.js';
+import { packKey } from '../src/store/columns.js';
 import type { Store } from '../src/store/store.js';
 import { TYPES } from '../src/core/vocabulary.js';
 import { freePorts } from '../test/helpers/cli.js';

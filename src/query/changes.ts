@@ -1,5 +1,5 @@
 import { TYPES } from '../core/vocabulary.js';
-import { keyIp, keyPort, keyType, packKey } from '../store/history.js';
+import { keyIp, keyPort, keyType, packKey } from '../store/columns.js';
 import type { Store } from '../store/store.js';
 import { execute } from './execute.js';
 import type { Plan } from './plan.js';
@@ -199,12 +199,12 @@ export function keyFilter(plan: Plan): KeyPasses {
 }
 
 /** The key (see packKey) at position `pos` of byAddress. */
-const keyAtPosition = (store: Store, pos: number): number => store.history.addrKey[pos];
+const keyAtPosition = (store: Store, pos: number): number => store.c.addrKey[pos];
 
 /** The first position at or after `from` of byAddress whose key is not below `key`: a gallop, then a binary search. */
 function seek(store: Store, key: number, from: number): number {
   const n = store.rows;
-  const keys = store.history.addrKey;
+  const keys = store.c.addrKey;
   let lo = from;
   let hi = from;
   let step = 1;

@@ -1,4 +1,4 @@
-import { keyIp, keyPort, keyType } from '../store/history.js';
+import { keyIp, keyPort, keyType } from '../store/columns.js';
 import { normalizeCity, type Store } from '../store/store.js';
 import type { VersionBatch } from '../store/versions.js';
 import type { KeyPasses } from './changes.js';

@@ -2,7 +2,7 @@ import { ANONS, TYPES } from '../core/vocabulary.js';
 import { formatTimecheck } from '../core/service-time.js';
 import { ColumnArena, mappedBuffer } from './arena.js';
 import { member, setBit, wordsFor, type BitsetFamily } from './bitset.js';
-import { MAX_LINE_BYTES, READ_SLACK, type ByteStrings, type StoreColumns, type StoreMeta } from './columns.js';
+import { MAX_LINE_BYTES, READ_SLACK, packKey, type ByteStrings, type StoreColumns, type StoreMeta } from './columns.js';
 import { packStrings, writeAscii, writeIPv4, writeUint } from './encode.js';
 import { radixSortIndices } from './radix-sort.js';
 
@@ -218,13 +218,14 @@ function recordPrints(x: RecordColumns, m: number, pingValues: Float64Array, tim
 /**
  * The address order's columns, from the records' `kept` (ordered by ip,
  * port, type, still indexed by record) and each record's row: `byAddress`,
- * `addrId` per row, and the records' prints in address order.
+ * `addrId` per row, and the records' prints and keys in address order.
  */
 function addressColumns(arena: ColumnArena, x: RecordColumns, kept: Uint32Array, rowOf: Uint32Array, prints: Uint32Array) {
   const rows = kept.length;
   const byAddress = arena.u32(rows);
   const addrId = arena.u32(rows);
   const addrPrint = arena.u32(rows * 2);
+  const addrKey = arena.f64(rows);
   let addrCount = 0;
   for (let j = 0; j < rows; j++) {
     const v = kept[j];
@@ -234,8 +235,9 @@ function addressColumns(arena: ColumnArena, x: RecordColumns, kept: Uint32Array,
     addrId[r] = addrCount - 1;
     addrPrint[j * 2] = prints[v * 2];
     addrPrint[j * 2 + 1] = prints[v * 2 + 1];
+    addrKey[j] = packKey(x.ip[v], x.port[v], x.type[v]);
   }
-  return { byAddress, addrId, addrPrint, addrCount };
+  return { byAddress, addrId, addrPrint, addrKey, addrCount };
 }
 
 /**
@@ -249,8 +251,8 @@ function detach(buffer: ArrayBuffer): void {
 
 /** Bytes of the derived columns of `rows` rows (see buildStore), with room for each column's alignment. */
 function derivedBytes(rows: number, sets: number, cities: number, times: number): number {
-  const perRow = 4 * 4 + (MAX_LINE_BYTES + 4) + 1 + 4 + 8;
-  return rows * perRow + sets * Math.max(1, wordsFor(rows)) * 4 + (cities + 1) * 4 + times * 19 + 3 * READ_SLACK + 21 * 8;
+  const perRow = 4 * 4 + (MAX_LINE_BYTES + 4) + 1 + 4 + 8 + 8;
+  return rows * perRow + sets * Math.max(1, wordsFor(rows)) * 4 + (cities + 1) * 4 + times * 19 + 3 * READ_SLACK + 22 * 8;
 }
 
 /**
@@ -314,7 +316,7 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
 
   const arena = new ColumnArena(derivedBytes(rows, TYPES.length + ANONS.length + countries.length + services.length, records.cities.length, times.length));
   const prints = recordPrints(x, m, pingValues, times, countries, records.cities);
-  const { byAddress, addrId, addrPrint, addrCount } = addressColumns(arena, x, kept, rowOf, prints);
+  const { byAddress, addrId, addrPrint, addrKey, addrCount } = addressColumns(arena, x, kept, rowOf, prints);
 
   // The kept columns into row order, through a lane that is free again.
   const tmpOffset = freeLane(out).byteOffset;
@@ -380,7 +382,7 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   times.forEach((t, k) => writeAscii(timecheck, k * 19, formatTimecheck(t)));
 
   const columns: StoreColumns = {
-    ...c, pingValues, times, addrId, addrCount, byAddress, addrPrint, byPing, byWorks, lines, ipLen, pingText, timecheck,
+    ...c, pingValues, times, addrId, addrCount, byAddress, addrPrint, addrKey, byPing, byWorks, lines, ipLen, pingText, timecheck,
     typeBits, anonBits, countryBits, serviceBits, cityStart, cityRows,
     cityJsonRu: packStrings(records.cities.map((k) => JSON.stringify(k.ru))),
     cityJsonEn: packStrings(records.cities.map((k) => JSON.stringify(k.en))),

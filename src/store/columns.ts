@@ -10,6 +10,12 @@ export const MAX_LINE_BYTES = 22;
  */
 export const READ_SLACK = 64;
 
+/** A record's identity as one number: ip, port and type, ordered as byAddress orders rows. */
+export const packKey = (ip: number, port: number, type: number): number => ip * 262144 + port * 4 + type;
+export const keyIp = (key: number): number => Math.floor(key / 262144);
+export const keyPort = (key: number): number => Math.floor(key / 4) % 65536;
+export const keyType = (key: number): number => key % 4;
+
 /** Variable-length byte strings, one per item: item i is bytes[off[i] .. off[i+1]). */
 export interface ByteStrings {
   bytes: Uint8Array;
@@ -48,6 +54,8 @@ export interface StoreColumns {
   byAddress: Uint32Array;
   /** Per position of byAddress, two 32-bit hashes of the record's shown values: the history compares them (store/history.ts). */
   addrPrint: Uint32Array;
+  /** Per position of byAddress, its key (see packKey), which change sets search. */
+  addrKey: Float64Array;
   /** Rows by ping ascending, and by works descending; ties in row order (README, Parameters). */
   byPing: Uint32Array;
   byWorks: Uint32Array;
@@ -92,7 +100,7 @@ export interface StoreMeta {
 export function transferables(c: StoreColumns): ArrayBuffer[] {
   const views: ArrayBufferView[] = [
     c.ip, c.port, c.type, c.anon, c.works, c.pingRank, c.pingValues, c.timeRank, c.times, c.ipOut, c.country, c.city, c.services,
-    c.addrId, c.byAddress, c.addrPrint, c.byPing, c.byWorks, c.lines.bytes, c.lines.off, c.ipLen, c.pingText.bytes, c.pingText.off, c.timecheck,
+    c.addrId, c.byAddress, c.addrPrint, c.addrKey, c.byPing, c.byWorks, c.lines.bytes, c.lines.off, c.ipLen, c.pingText.bytes, c.pingText.off, c.timecheck,
     c.typeBits.data, c.anonBits.data, c.countryBits.data, c.serviceBits.data, c.cityStart, c.cityRows,
     c.cityJsonRu.bytes, c.cityJsonRu.off, c.cityJsonEn.bytes, c.cityJsonEn.off,
   ];

@@ -30,17 +30,12 @@ const MERGE_SLICE_ROWS = 64 * 1024;
 /** A log of keys that left under this size is copied out of the room it was written in. */
 const SMALL_LOG_BYTES = 1024 * 1024;
 
-/** A record's identity as one number: ip, port and type, ordered as byAddress orders rows. */
-export const packKey = (ip: number, port: number, type: number): number => ip * 262144 + port * 4 + type;
-export const keyIp = (key: number): number => Math.floor(key / 262144);
-export const keyPort = (key: number): number => Math.floor(key / 4) % 65536;
-export const keyType = (key: number): number => key % 4;
 
 /**
  * What a store remembers of the snapshots before it (README, Changes since a
- * cursor): per row, the snapshot since which its record is the same, and
- * its key in address order (12 bytes a row, beside the 8 of the record's
- * print in the columns); the snapshots of the last --history-s seconds with
+ * cursor): per row, the snapshot since which its record is the same (4
+ * bytes a row, beside the 16 of the record's print and key in address
+ * order in the columns); the snapshots of the last --history-s seconds with
  * the keys each one dropped; and the versions of the records that changed
  * or left during the last --history-exact-s seconds (store/versions.ts).
  * Immutable: each store has its own, sharing the logs and the versions
@@ -50,8 +45,6 @@ export class History {
   constructor(
     /** Per row, the `seq` of the snapshot since which the row's record is unchanged. */
     readonly changedAt: Uint32Array,
-    /** Per position of the store's byAddress, its key (see packKey): versions are matched to rows by a search that reads it alone, in order. */
-    readonly addrKey: Float64Array,
     /** Oldest first; the last is the store's own snapshot. */
     readonly snapshots: readonly RememberedSnapshot[],
     /** The records each snapshot after the first replaced or dropped, for the snapshots of the last --history-exact-s seconds; oldest first. */
@@ -84,23 +77,17 @@ export class History {
 
   /** Bytes held: the column of rows, the logs of keys that left, and the versions. */
   get bytes(): number {
-    return this.changedAt.byteLength + this.addrKey.byteLength + this.snapshots.reduce((n, s) => n + s.left.byteLength, 0) + this.versionCount * VERSION_BYTES;
+    return this.changedAt.byteLength + this.snapshots.reduce((n, s) => n + s.left.byteLength, 0) + this.versionCount * VERSION_BYTES;
   }
 }
 
 /** A column of 4 bytes a row, mapped by itself like the store's (see arena.ts): it goes back to the system with its store. */
 const rowColumn = (rows: number): Uint32Array => new Uint32Array(mappedBuffer(rows * 4), 0, rows);
-const keyColumn = (rows: number): Float64Array => new Float64Array(mappedBuffer(rows * 8), 0, rows);
 
 /** A history that begins with this snapshot: every row changed at it. */
 export function startHistory(c: StoreColumns, meta: StoreMeta, seq: number, nowMs: number): History {
   const changedAt = rowColumn(c.rows).fill(seq);
-  const addrKey = keyColumn(c.rows);
-  for (let j = 0; j < c.rows; j++) {
-    const r = c.byAddress[j];
-    addrKey[j] = packKey(c.ip[r], c.port[r], c.type[r]);
-  }
-  return new History(changedAt, addrKey, [{ generatedAt: meta.generatedAt, content: meta.contentHash.slice(0, CONTENT_CHARS), seq, loadedAtMs: nowMs, left: NOTHING_LEFT }]);
+  return new History(changedAt, [{ generatedAt: meta.generatedAt, content: meta.contentHash.slice(0, CONTENT_CHARS), seq, loadedAtMs: nowMs, left: NOTHING_LEFT }]);
 }
 
 /** What the merge reads of a store: its columns, its names and its history. */
@@ -131,13 +118,12 @@ export async function carryHistory(prev: HistorySource | null, c: StoreColumns, 
     return startHistory(c, meta, seq, nowMs);
   }
   const changedAt = rowColumn(c.rows);
-  const addrKey = keyColumn(c.rows);
   const versions = sameSnapshot ? null : new VersionWriter(prev.c, prev.meta, seq, nowMs);
-  const left = await mergeRows(prev, c, changedAt, addrKey, sameSnapshot ? last.seq : seq, versions);
+  const left = await mergeRows(prev, c, changedAt, sameSnapshot ? last.seq : seq, versions);
   const recent = prev.history.snapshots.filter((_, i, all) => i === all.length - 1 || all[i + 1].loadedAtMs >= nowMs - historyMs);
   const snapshots = usable(sameSnapshot ? recent : [...recent, { generatedAt: meta.generatedAt, content, seq, loadedAtMs: nowMs, left }], c.rows);
   const batches = versions ? [...prev.history.versions, versions.finish()] : prev.history.versions;
-  return new History(changedAt, addrKey, snapshots, exactBatches(batches, snapshots[0].seq, nowMs - exactMs, c.rows * VERSIONS_PER_RECORD));
+  return new History(changedAt, snapshots, exactBatches(batches, snapshots[0].seq, nowMs - exactMs, c.rows * VERSIONS_PER_RECORD));
 }
 
 /**
@@ -180,7 +166,6 @@ interface Merge {
   c: StoreColumns;
   prevChanged: Uint32Array;
   changedAt: Uint32Array;
-  addrKey: Float64Array;
   seq: number;
   /** The next position in each address order. */
   i: number;
@@ -196,10 +181,10 @@ interface Merge {
  * prints of its shown values are (`addrPrint`, made by the build in address
  * order, so both are read in sequence).
  */
-async function mergeRows(prev: HistorySource, c: StoreColumns, changedAt: Uint32Array, addrKey: Float64Array, seq: number, versions: VersionWriter | null): Promise<Float64Array> {
+async function mergeRows(prev: HistorySource, c: StoreColumns, changedAt: Uint32Array, seq: number, versions: VersionWriter | null): Promise<Float64Array> {
   // Room for every key of prev, mapped by itself: only the pages written cost memory, and nothing is copied as the log grows.
   const room = new Float64Array(mappedBuffer(prev.c.byAddress.length * 8));
-  const m: Merge = { p: prev.c, versions, c, changedAt, addrKey, seq, i: 0, j: 0, left: room, leftCount: 0, prevChanged: prev.history.changedAt };
+  const m: Merge = { p: prev.c, versions, c, changedAt, seq, i: 0, j: 0, left: room, leftCount: 0, prevChanged: prev.history.changedAt };
   const rows = c.byAddress.length;
   while (m.j < rows) {
     mergeSlice(m, Math.min(rows, m.j + MERGE_SLICE_ROWS));
@@ -212,17 +197,16 @@ async function mergeRows(prev: HistorySource, c: StoreColumns, changedAt: Uint32
 
 /** The merge up to position `stop` of the new store's address order. */
 function mergeSlice(m: Merge, stop: number): void {
-  const { p, c, prevChanged, changedAt, addrKey, seq } = m;
-  const { byAddress: pKeys, ip: pIp, port: pPort, type: pType, addrPrint: pPrint } = p;
-  const { byAddress: nKeys, ip: cIp, port: cPort, type: cType, addrPrint: cPrint } = c;
+  const { p, c, prevChanged, changedAt, seq } = m;
+  const { byAddress: pKeys, addrKey: pKey, addrPrint: pPrint } = p;
+  const { byAddress: nKeys, addrKey: cKey, addrPrint: cPrint } = c;
   const ends = pKeys.length;
-  const keyAt = (i: number): number => (i < ends ? packKey(pIp[pKeys[i]], pPort[pKeys[i]], pType[pKeys[i]]) : Infinity);
+  const keyAt = (i: number): number => (i < ends ? pKey[i] : Infinity);
   let i = m.i;
   let prevKey = keyAt(i);
   for (let j = m.j; j < stop; j++) {
     const rn = nKeys[j];
-    const key = packKey(cIp[rn], cPort[rn], cType[rn]);
-    addrKey[j] = key;
+    const key = cKey[j];
     while (prevKey < key) {
       leave(m, i++);
       prevKey = keyAt(i);
@@ -242,7 +226,7 @@ function mergeSlice(m: Merge, stop: number): void {
 /** Logs the key of the row at position `i` of `prev`'s address order, which the new store has not, and keeps its version. */
 function leave(m: Merge, i: number): void {
   const r = m.p.byAddress[i];
-  const key = packKey(m.p.ip[r], m.p.port[r], m.p.type[r]);
+  const key = m.p.addrKey[i];
   m.left[m.leftCount++] = key;
   m.versions?.add(r, key, i, m.prevChanged[r]);
 }

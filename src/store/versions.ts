@@ -7,6 +7,8 @@ import type { StoreColumns, StoreMeta } from './columns.js';
  * below), services (4), city (4), country (2), anon (1) and works (1).
  */
 export const VERSION_BYTES = 44;
+/** A batch under this size is copied out of the room it was written in. */
+const SMALL_BATCH_BYTES = 1024 * 1024;
 
 /**
  * The versions of records that a snapshot replaced or dropped, as they were
@@ -93,15 +95,21 @@ export class VersionWriter {
     c.works[i] = p.works[r];
   }
 
-  /** The batch, in a buffer of its size. */
+  /**
+   * The batch. A small one is copied into a buffer of its size (the room
+   * goes at the next collection); a large one keeps the room, of which only
+   * the pages written cost memory: copying it would stall the event loop.
+   */
   finish(): VersionBatch {
     const n = this.count;
+    const meta = { seq: this.seq, loadedAtMs: this.loadedAtMs, count: n, countries: this.prevMeta.countries, cities: this.prevMeta.cities };
+    if (n * VERSION_BYTES >= SMALL_BATCH_BYTES) return { ...meta, ...this.cols };
     const out = carve(new ArrayBuffer(n * VERSION_BYTES), n);
     for (const name of Object.keys(out) as Array<keyof typeof out>) {
       const width = name === 'print' ? 2 : 1;
       (out[name] as Uint32Array).set((this.cols[name] as Uint32Array).subarray(0, n * width));
     }
-    return { seq: this.seq, loadedAtMs: this.loadedAtMs, count: n, ...out, countries: this.prevMeta.countries, cities: this.prevMeta.cities };
+    return { ...meta, ...out };
   }
 }
 
