@@ -3,7 +3,8 @@ import * as assert from 'uvu/assert';
 import { Turns } from '../../src/http/turns.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
-import { TEST_KEY, TEST_NOW_S, serverSuite } from '../helpers/server.js';
+import { writeFileAtomic } from '../../src/core/atomic-write.js';
+import { TEST_KEY, TEST_NOW_S, eventually, serverSuite } from '../helpers/server.js';
 
 /**
  * Requests whose selection scans much of the store take a turn of the event
@@ -61,6 +62,37 @@ test('distinct large queries each take a turn, small ones do not, and every answ
   assert.is(t.server.turns.ran, again);
   const metrics = await (await t.get('/metrics')).text();
   assert.match(metrics, new RegExp(`^proxylist_request_turns_total ${t.server.turns.ran}$`, 'm'));
+});
+
+test('a large query asked with If-None-Match, with wait, and as HEAD: the same answers after its turn as without one', async ({ t }) => {
+  const q = 'get=json&time=99999&works=33';
+  const first = await t.api(q);
+  const etag = first.headers.get('etag')!;
+  const body = await first.text();
+  assert.is(body, engine.answer(`key=x&${q}`, t.clock.nowMs()).body);
+  // A new snapshot of other records: nothing is remembered for the query, which takes a turn again.
+  const ok = t.server.feed.reloadsOk;
+  writeFileAtomic(t.snapshot, encodeSnapshot(generateRecords({ records: RECORDS, seed: 78, now: TEST_NOW_S }), TEST_NOW_S + 1));
+  await eventually(() => t.server.feed.reloadsOk === ok + 1, 20_000, 'the next snapshot');
+  const before = t.server.turns.ran;
+  const changed = await fetch(`${t.base}/api?key=${TEST_KEY}&${q}`, { headers: { 'if-none-match': etag } });
+  assert.is(changed.status, 200, 'the list changed: a 200');
+  const etag2 = changed.headers.get('etag')!;
+  assert.is.not(etag2, etag);
+  await changed.arrayBuffer();
+  assert.is(t.server.turns.ran, before + 1);
+  const same = await fetch(`${t.base}/api?key=${TEST_KEY}&${q}`, { headers: { 'if-none-match': etag2 } });
+  assert.is(same.status, 304);
+  const head = await fetch(`${t.base}/api?key=${TEST_KEY}&${q}`, { method: 'HEAD' });
+  assert.is(head.status, 200);
+  assert.is(head.headers.get('etag'), etag2);
+  // Held with wait until the list changes: answered at the next snapshot with the new list.
+  const held = fetch(`${t.base}/api?key=${TEST_KEY}&${q}&wait=30`, { headers: { 'if-none-match': etag2 } });
+  await eventually(() => t.server.waiters.count === 1, 10_000, 'the request held');
+  writeFileAtomic(t.snapshot, file);
+  const res = await held;
+  assert.is(res.status, 200);
+  assert.is(await res.text(), engine.answer(`key=x&${q}`, t.clock.nowMs()).body);
 });
 
 test.run();
