@@ -15,9 +15,11 @@ export interface Head {
 }
 
 const LINE_BREAK = /[\r\n]/;
+/** On every answer of the service (README, Pages): no browser reads a body as another type than the one it is sent as. */
+const NOSNIFF = '\r\nX-Content-Type-Options: nosniff';
 
 /**
- * The head of `status` and `headers`. Every name and value is the
+ * The head of `status` and `headers`, and X-Content-Type-Options. Every name and value is the
  * service's own (what a client sent is echoed in bodies, never in
  * headers): one with a line break is a bug, thrown here rather than sent.
  */
@@ -27,5 +29,5 @@ export function head(status: string, headers: Headers): Head {
     if (LINE_BREAK.test(name) || LINE_BREAK.test(value)) throw new Error(`a line break in the response header ${JSON.stringify(name)}`);
     text += `\r\n${name}: ${value}`;
   }
-  return { status, bytes: Buffer.from(text) };
+  return { status, bytes: Buffer.from(text + NOSNIFF) };
 }

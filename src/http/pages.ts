@@ -31,6 +31,18 @@ const FILES: ReadonlyArray<[path: string, file: string, type: string]> = [
   ['/assets/swagger-ui.css', join(SWAGGER_UI, 'swagger-ui.css'), CSS],
 ];
 
+/**
+ * What the pages let a browser do (README, Pages): everything from this
+ * origin and nothing from another, no inline script (Swagger UI sets
+ * styles from its script, and its stylesheet's icons are data: URLs), no
+ * framing by any page, no Referer to anywhere.
+ */
+const PROTECTION: ReadonlyArray<[string, string]> = [
+  ['Content-Security-Policy', "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"],
+  ['X-Frame-Options', 'DENY'],
+  ['Referrer-Policy', 'no-referrer'],
+];
+
 interface Page {
   path: string;
   bytes: Buffer;
@@ -62,7 +74,7 @@ export class Pages {
     for (const [path, file, type] of FILES) {
       const bytes = readFileSync(file);
       const etag = `W/"${createHash('sha256').update(bytes).digest('base64url').slice(0, 22)}"`;
-      const fixed: Array<[string, string]> = [['Content-Type', type], ['Cache-Control', 'no-cache'], ['ETag', etag], ['Vary', 'Accept-Encoding'], ['X-Content-Type-Options', 'nosniff']];
+      const fixed: Array<[string, string]> = [['Content-Type', type], ['Cache-Control', 'no-cache'], ['ETag', etag], ['Vary', 'Accept-Encoding'], ...PROTECTION];
       const heads = {
         identity: head('200 OK', fixed),
         br: head('200 OK', [...fixed, ['Content-Encoding', 'br']]),

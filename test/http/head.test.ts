@@ -9,10 +9,10 @@ import { TEST_KEY, TEST_NOW_S, UNLIMITED, startTestServer, type TestServer } fro
 /** Response heads written as one block of lines (src/http/head.ts). */
 const unit = suite('head');
 
-unit('the status, then one line per header, in order, without the final line break', () => {
+unit('the status, then one line per header, in order, then nosniff, without the final line break', () => {
   const h = head('200 OK', [['Content-Type', 'text/plain'], ['ETag', 'W/"x"']]);
   assert.is(h.status, '200 OK');
-  assert.is(Buffer.from(h.bytes).toString(), '200 OK\r\nContent-Type: text/plain\r\nETag: W/"x"');
+  assert.is(Buffer.from(h.bytes).toString(), '200 OK\r\nContent-Type: text/plain\r\nETag: W/"x"\r\nX-Content-Type-Options: nosniff');
 });
 
 unit('a line break in a name or value is refused, never sent', () => {
@@ -67,7 +67,7 @@ wire('a whole list: every header once, the service\'s lines then the server\'s, 
     const first = await c.request(`/api?key=${TEST_KEY}&type=http`);
     const again = await c.request(`/api?key=${TEST_KEY}&type=http`);
     assert.is(first.lines[0], 'HTTP/1.1 200 OK');
-    const expected = ['content-type', 'cache-control', 'vary', 'etag', 'snapshot-generated-at', 'list-cursor', 'date', 'uwebsockets', 'content-length'];
+    const expected = ['content-type', 'cache-control', 'vary', 'etag', 'snapshot-generated-at', 'list-cursor', 'x-content-type-options', 'date', 'uwebsockets', 'content-length'];
     assert.equal(names(first), expected);
     assert.equal(names(again), expected);
     const noDate = (r: RawResponse) => r.lines.filter((l) => !l.startsWith('Date:'));
@@ -88,6 +88,7 @@ wire('a 304, and the head of another query, on one connection: each its own', as
     const lines = await headOf(port, `GET /api?key=${TEST_KEY}&get=json&count=3 HTTP/1.1\r\nHost: test\r\nIf-None-Match: ${etag}\r\n\r\n`);
     assert.is(lines[0], 'HTTP/1.1 304 Not Modified');
     assert.ok(lines.includes(`ETag: ${etag}`));
+    assert.ok(lines.includes('X-Content-Type-Options: nosniff'));
     assert.not.ok(lines.some((l) => /^content-length:/i.test(l)), 'a 304 announces no length');
     const txt = await c.request(`/api?key=${TEST_KEY}&count=3`);
     assert.is(txt.headers.get('content-type'), 'text/plain; charset=utf-8');
@@ -102,7 +103,7 @@ wire('errors: the catalogue\'s lines, Retry-After and the RateLimit fields of a 
   try {
     const missing = await c.request('/api?type=http');
     assert.is(missing.lines[0], 'HTTP/1.1 401 Unauthorized');
-    assert.equal(names(missing), ['content-type', 'cache-control', 'date', 'uwebsockets', 'content-length']);
+    assert.equal(names(missing), ['content-type', 'cache-control', 'x-content-type-options', 'date', 'uwebsockets', 'content-length']);
     assert.is(missing.body.toString(), 'Error: Access key not provided');
     const ok = await c.request('/api?key=one-a-window&count=1');
     assert.is(ok.lines[0], 'HTTP/1.1 200 OK');

@@ -2,7 +2,7 @@ import * as assert from 'uvu/assert';
 import { brotliDecompressSync } from 'node:zlib';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { readRaw } from '../helpers/http-read.js';
-import { TEST_NOW_S, eventually, serverSuite } from '../helpers/server.js';
+import { TEST_KEY, TEST_NOW_S, eventually, serverSuite } from '../helpers/server.js';
 
 /** The pages for people over HTTP (README, Pages): from memory, with ETags and compression, and nothing but their files. */
 const test = serverSuite('pages', () => ({ snapshot: encodeSnapshot(generateRecords({ records: 200, seed: 3, now: TEST_NOW_S }), TEST_NOW_S) }));
@@ -12,6 +12,12 @@ test('/ and /docs, and every file they load from this service, with their types'
     const res = await t.get(path);
     assert.is(res.status, 200);
     assert.is(res.headers.get('content-type'), 'text/html; charset=utf-8');
+    // Nothing from another origin, no inline script, framed by no page, no Referer sent anywhere.
+    const csp = res.headers.get('content-security-policy') ?? '';
+    for (const directive of ["default-src 'self'", "script-src 'self'", "frame-ancestors 'none'", "object-src 'none'"]) assert.ok(csp.split('; ').includes(directive), `${path}: ${directive} in ${csp}`);
+    assert.not.match(csp, /script-src[^;]*unsafe/);
+    assert.is(res.headers.get('referrer-policy'), 'no-referrer');
+    assert.is(res.headers.get('x-frame-options'), 'DENY');
     const html = await res.text();
     // Every script and style is the service's own: a path, never another host.
     const refs = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]).filter((r) => !r.startsWith('data:'));
@@ -23,6 +29,14 @@ test('/ and /docs, and every file they load from this service, with their types'
       assert.match(asset.headers.get('content-type') ?? '', ref.endsWith('.css') ? /^text\/css/ : ref.endsWith('.js') ? /^text\/javascript/ : /^text\/html/);
       await asset.arrayBuffer();
     }
+  }
+});
+
+test('every answer of the service says nosniff: pages, /api in each outcome, errors, /health, /metrics, /openapi.json', async ({ t }) => {
+  for (const path of ['/', '/assets/style.css', '/api', `/api?key=${TEST_KEY}`, `/api?key=${TEST_KEY}&get=json&count=2`, `/api?key=${TEST_KEY}&type=nope`, '/health', '/metrics', '/openapi.json', '/no-such-page']) {
+    const res = await t.get(path);
+    await res.arrayBuffer();
+    assert.is(res.headers.get('x-content-type-options'), 'nosniff', `${path} (${res.status})`);
   }
 });
 

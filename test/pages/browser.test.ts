@@ -1,5 +1,7 @@
 /// <reference lib="dom" />
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type ConsoleMessage, type Page } from 'playwright-core';
@@ -7,7 +9,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { CHROMIUM } from '../helpers/browser.js';
-import { TEST_KEY, TEST_NOW_S, UNLIMITED, startTestServer, type TestServer } from '../helpers/server.js';
+import { TEST_KEY, TEST_NOW_S, UNLIMITED, eventually, startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
  * The pages for people (README, Pages) in a real browser: Debian's chromium,
@@ -144,6 +146,28 @@ test('/docs renders the OpenAPI document: the /api operation and its parameters'
     const names = (await page.locator('.parameters .parameter__name').allInnerTexts()).map((n) => n.split(/\s/)[0].replace('*', ''));
     for (const name of ['type', 'country', 'count', 'get', 'since', 'wait']) assert.ok(names.includes(name), `parameter ${name} among ${names.join(', ')}`);
   });
+});
+
+test('a page of another origin cannot frame them: the browser refuses, and the frame never shows the form', async (ctx) => {
+  // Another origin: the same host, another port.
+  const other = createServer((_req, res) => res.end(`<!doctype html><title>framer</title><iframe src="${ctx.t.base}/"></iframe><iframe src="${ctx.t.base}/docs"></iframe>`));
+  await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+  const page = await ctx.browser.newPage();
+  const console: string[] = [];
+  page.on('console', (m) => void console.push(m.text()));
+  try {
+    await page.goto(`http://127.0.0.1:${(other.address() as AddressInfo).port}/`);
+    await page.waitForFunction(() => document.querySelectorAll('iframe').length === 2);
+    // The refusal is the browser's, in the framing page's console, once per frame.
+    await eventually(() => console.filter((text) => text.includes("frame-ancestors 'none'")).length === 2, 10_000, 'both frames refused');
+    for (const frame of page.frames().filter((f) => f !== page.mainFrame())) {
+      const form = await frame.evaluate(() => document.querySelector('#query, #reference') !== null).catch(() => false);
+      assert.is(form, false, `${frame.url()} shows nothing of the service`);
+    }
+  } finally {
+    await page.close();
+    await new Promise((resolve) => other.close(resolve));
+  }
 });
 
 test.run();
