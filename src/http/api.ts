@@ -1,6 +1,6 @@
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
-import { clientAddress, parseAddress, subnetOf, type AddressSet } from '../access/address.js';
+import { subnetOf, type AddressSet } from '../access/address.js';
 import type { KeysFeed } from '../access/keys-feed.js';
 import type { KeyEntry } from '../access/keys.js';
 import type { Limiter, Verdict } from '../access/limiter.js';
@@ -18,6 +18,7 @@ import { Codings } from './encoding.js';
 import type { Exchange } from './exchange.js';
 import type { Metrics } from './metrics.js';
 import type { Headers } from './head.js';
+import { clientOf } from './client-address.js';
 import type { Sender } from './sender.js';
 import type { Turns } from './turns.js';
 import { ACCEPT_ENCODING, IF_NONE_MATCH, type HttpRequest } from './uws.js';
@@ -56,19 +57,6 @@ function wireBytes(s: string): number {
   let replaced = 0;
   for (let i = s.indexOf('\uFFFD'); i >= 0; i = s.indexOf('\uFFFD', i + 1)) replaced++;
   return Buffer.byteLength(s) - 2 * replaced;
-}
-
-/**
- * Every X-Forwarded-For line of the request, in order, as one list: a proxy
- * such as haproxy appends its own line after the client's, and the
- * right-most addresses are the ones to believe (README, Usage limits).
- */
-function forwardedFor(req: HttpRequest): string {
-  let all = '';
-  req.forEach((name, value) => {
-    if (name === 'x-forwarded-for') all = all === '' ? value : `${all},${value}`;
-  });
-  return all;
 }
 
 /** True when the request target (path, `?`, query) is longer than 8192 bytes. */
@@ -148,8 +136,7 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
     // The client's subnet, for a key that has a subnet limit: the TCP peer's, or with --trust-proxy the client it forwards for.
     let subnet = 0;
     if (entry.limits.subnets !== null) {
-      const peer = parseAddress(Buffer.from(ex.res.getRemoteAddressAsText()).toString('latin1')) ?? { v4: 0 };
-      subnet = subnetOf(deps.trustProxy.has(peer) ? clientAddress(peer, forwardedFor(req), deps.trustProxy) : peer);
+      subnet = subnetOf(clientOf(ex.res, req, deps.trustProxy) ?? { v4: 0 });
     }
     const monoMs = deps.clock.monotonicMs();
     // Read now: after a round trip to a shared limiter, `req` is gone.

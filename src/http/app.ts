@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { parseAddress, type AddressSet } from '../access/address.js';
+import type { AddressSet } from '../access/address.js';
 import type { Logger } from '../core/log.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import { createApiHandler, targetTooLong, type ApiDeps } from './api.js';
+import { clientOf } from './client-address.js';
 import { Exchange, type RouteAccount } from './exchange.js';
 import { HTTP_FAILURES, type HttpFailure } from './failures.js';
 import { head } from './head.js';
@@ -117,10 +118,10 @@ export function createApp(deps: AppDeps): TemplatedApp {
     const report = healthReport(deps.feed, deps.keys, deps.life);
     sender.bytes(ex, report.ready ? HEALTHY : UNHEALTHY, Buffer.from(report.body));
   };
-  /** The peer may read /metrics and /usage (`--metrics-allow`). */
-  const operator = (ex: Exchange): boolean => {
-    const peer = parseAddress(Buffer.from(ex.res.getRemoteAddressAsText()).toString('latin1'));
-    return peer !== null && deps.metricsAllow.has(peer);
+  /** The client may read /metrics and /usage (`--metrics-allow`), judged on its address as the limits read it (README, Operations). */
+  const operator = (ex: Exchange, req: HttpRequest): boolean => {
+    const client = clientOf(ex.res, req, deps.trustProxy);
+    return client !== null && deps.metricsAllow.has(client);
   };
   /** Answers with what `work` makes, or `failure` when it fails; from here on the client may go away. */
   const later = (ex: Exchange, work: Promise<string>, contentType: string, failure: HttpFailure, event: string): void => {
@@ -134,12 +135,12 @@ export function createApp(deps: AppDeps): TemplatedApp {
       (text) => (text !== null ? sender.bytes(ex, head('200 OK', [['Content-Type', contentType], ['Cache-Control', 'no-store']]), Buffer.from(text)) : sender.error(ex, failure)),
     );
   };
-  const metrics: Handler = (ex) => {
-    if (!operator(ex)) return sender.error(ex, HTTP_FAILURES.metricsForbidden);
+  const metrics: Handler = (ex, req) => {
+    if (!operator(ex, req)) return sender.error(ex, HTTP_FAILURES.metricsForbidden);
     later(ex, stats.text(), stats.registry.contentType, HTTP_FAILURES.internal, 'metrics_failed');
   };
-  const usage: Handler = (ex) => {
-    if (!operator(ex)) return sender.error(ex, HTTP_FAILURES.usageForbidden);
+  const usage: Handler = (ex, req) => {
+    if (!operator(ex, req)) return sender.error(ex, HTTP_FAILURES.usageForbidden);
     const kind = deps.life.limiter ? 'redis' : 'memory';
     later(ex, usageReport(deps.keys.table, deps.limiter, kind, deps.clock.nowMs()), JSON_HEADERS[0][1], HTTP_FAILURES.usageUnavailable, 'usage_failed');
   };

@@ -30,7 +30,7 @@ test.before(async (ctx) => {
   const keys = join(ctx.dir, 'keys.json');
   const now = Math.floor(Date.now() / 1000);
   writeFileAtomic(snapshot, encodeSnapshot(generateRecords({ records: 500, seed: 19, now }), now));
-  writeFileSync(keys, JSON.stringify({ keys: [KEY, { ...KEY, key: 'k2' }] }));
+  writeFileSync(keys, JSON.stringify({ keys: [KEY, { ...KEY, key: 'k2' }, { ...KEY, key: 'k3' }] }));
   [ctx.port] = await freePorts(1);
   ctx.instance = runCli(['serve', '--snapshot', snapshot, '--keys', keys, '--port', String(ctx.port), '--host', '127.0.0.1', '--trust-proxy', '127.0.0.1', '--drain-s', '0']);
   await untilReady(ctx.port);
@@ -52,6 +52,25 @@ test('through haproxy as shipped, 12 clients in 12 /16 subnets that forge X-Forw
     const statuses: number[] = [];
     for (let i = 1; i <= 12; i++) statuses.push(await statusFrom(`127.${i}.0.1`, `http://127.0.0.1:${lb}/api?key=k&count=1`, ['1.1.1.1']));
     assert.equal(statuses, [...Array(10).fill(200), 403, 403]);
+  } finally {
+    await stopGroup(haproxy);
+  }
+});
+
+test('through haproxy as shipped, /metrics and /usage are refused, even to a client the instance would let read them', async (ctx) => {
+  needCommand('haproxy', 'haproxy');
+  const [lb] = await freePorts(1);
+  const config = join(ctx.dir, 'haproxy-operator.cfg');
+  writeFileSync(config, CONFIG.replace('127.0.0.1:8080', `127.0.0.1:${lb}`).replace(/^ *server proxylist-808[23].*$/gm, '').replace('127.0.0.1:8081', `127.0.0.1:${ctx.port}`));
+  const haproxy = spawn('haproxy', ['-db', '-f', config], { stdio: 'ignore', detached: true });
+  try {
+    await eventually(async () => (await statusFrom('127.0.0.1', `http://127.0.0.1:${lb}/health`, []).catch(() => 0)) === 200, 10_000, 'haproxy ready');
+    for (const path of ['/metrics', '/usage', '/metrics?x=1']) {
+      assert.is(await statusFrom('127.0.0.1', `http://127.0.0.1:${lb}${path}`, []), 403, `${path} through haproxy`);
+      // The same client, on the instance's own port: loopback is in the default --metrics-allow.
+      assert.is(await statusFrom('127.0.0.1', `http://127.0.0.1:${ctx.port}${path}`, []), 200, `${path} on the instance`);
+    }
+    assert.is(await statusFrom('127.0.0.1', `http://127.0.0.1:${lb}/api?key=k3&count=1`, []), 200, '/api still passes');
   } finally {
     await stopGroup(haproxy);
   }

@@ -80,4 +80,30 @@ denied('--metrics-allow that excludes the client: 403 for /metrics and /usage, a
   assert.is(await usage.text(), 'Error: Usage is not available from this address');
 });
 
+const proxied = suite<{ t: TestServer }>('/metrics and /usage behind a trusted proxy');
+proxied.after((ctx) => ctx.t.close());
+
+proxied('judged on the client it forwards for, as the limits read it: never on the proxy\'s own loopback address', async (ctx) => {
+  // The default --metrics-allow admits loopback; the proxy is on loopback too.
+  const t = (ctx.t = await startTestServer({ snapshot, keys, options: { trustProxy: ['127.0.0.1'] } }));
+  const from = (xff: string | null) => (path: string) => t.get(path, xff === null ? {} : { headers: { 'x-forwarded-for': xff } });
+  for (const path of ['/metrics', '/usage']) {
+    const outside = await from('203.0.113.7')(path);
+    assert.is(outside.status, 403, `${path} for a client on the internet, through the proxy`);
+    await outside.arrayBuffer();
+    // haproxy appends its own line: every line is read, the right-most untrusted address wins.
+    const twoLines = await t.get(path, { headers: [['x-forwarded-for', '127.0.0.9'], ['x-forwarded-for', '198.51.100.2']] });
+    assert.is(twoLines.status, 403, `${path}: the right-most untrusted address is the client`);
+    await twoLines.arrayBuffer();
+    const operator = await from('127.0.0.9')(path);
+    assert.is(operator.status, 200, `${path} for an operator on loopback, through the proxy`);
+    await operator.arrayBuffer();
+    const direct = await from(null)(path);
+    assert.is(direct.status, 200, `${path} asked of the instance directly`);
+    await direct.arrayBuffer();
+  }
+});
+
+proxied.run();
+
 denied.run();
