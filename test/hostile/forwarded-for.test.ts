@@ -41,39 +41,38 @@ test.after(async (ctx) => {
   await exitWithin(ctx.instance, 15_000);
 });
 
-test('through haproxy as shipped, 12 clients in 12 /16 subnets that forge X-Forwarded-For: 1.1.1.1 get exactly 10 answers, then 403', async (ctx) => {
+/** Runs `body` with haproxy as shipped in front of the instance alone, on a free port (its base URL given). */
+async function throughHaproxy(dir: string, port: number, body: (lb: string) => Promise<void>): Promise<void> {
   needCommand('haproxy', 'haproxy');
   const [lb] = await freePorts(1);
-  const config = join(ctx.dir, 'haproxy.cfg');
-  writeFileSync(config, CONFIG.replace('127.0.0.1:8080', `127.0.0.1:${lb}`).replace(/^ *server proxylist-808[23].*$/gm, '').replace('127.0.0.1:8081', `127.0.0.1:${ctx.port}`));
+  const config = join(dir, `haproxy-${lb}.cfg`);
+  writeFileSync(config, CONFIG.replace('127.0.0.1:8080', `127.0.0.1:${lb}`).replace(/^ *server proxylist-808[23].*$/gm, '').replace('127.0.0.1:8081', `127.0.0.1:${port}`));
   const haproxy = spawn('haproxy', ['-db', '-f', config], { stdio: 'ignore', detached: true });
   try {
     await eventually(async () => (await statusFrom('127.0.0.1', `http://127.0.0.1:${lb}/health`, []).catch(() => 0)) === 200, 10_000, 'haproxy ready');
-    const statuses: number[] = [];
-    for (let i = 1; i <= 12; i++) statuses.push(await statusFrom(`127.${i}.0.1`, `http://127.0.0.1:${lb}/api?key=k&count=1`, ['1.1.1.1']));
-    assert.equal(statuses, [...Array(10).fill(200), 403, 403]);
+    await body(`http://127.0.0.1:${lb}`);
   } finally {
     await stopGroup(haproxy);
   }
+}
+
+test('through haproxy as shipped, 12 clients in 12 /16 subnets that forge X-Forwarded-For: 1.1.1.1 get exactly 10 answers, then 403', async (ctx) => {
+  await throughHaproxy(ctx.dir, ctx.port, async (lb) => {
+    const statuses: number[] = [];
+    for (let i = 1; i <= 12; i++) statuses.push(await statusFrom(`127.${i}.0.1`, `${lb}/api?key=k&count=1`, ['1.1.1.1']));
+    assert.equal(statuses, [...Array(10).fill(200), 403, 403]);
+  });
 });
 
 test('through haproxy as shipped, /metrics and /usage are refused, even to a client the instance would let read them', async (ctx) => {
-  needCommand('haproxy', 'haproxy');
-  const [lb] = await freePorts(1);
-  const config = join(ctx.dir, 'haproxy-operator.cfg');
-  writeFileSync(config, CONFIG.replace('127.0.0.1:8080', `127.0.0.1:${lb}`).replace(/^ *server proxylist-808[23].*$/gm, '').replace('127.0.0.1:8081', `127.0.0.1:${ctx.port}`));
-  const haproxy = spawn('haproxy', ['-db', '-f', config], { stdio: 'ignore', detached: true });
-  try {
-    await eventually(async () => (await statusFrom('127.0.0.1', `http://127.0.0.1:${lb}/health`, []).catch(() => 0)) === 200, 10_000, 'haproxy ready');
+  await throughHaproxy(ctx.dir, ctx.port, async (lb) => {
     for (const path of ['/metrics', '/usage', '/metrics?x=1']) {
-      assert.is(await statusFrom('127.0.0.1', `http://127.0.0.1:${lb}${path}`, []), 403, `${path} through haproxy`);
+      assert.is(await statusFrom('127.0.0.1', `${lb}${path}`, []), 403, `${path} through haproxy`);
       // The same client, on the instance's own port: loopback is in the default --metrics-allow.
       assert.is(await statusFrom('127.0.0.1', `http://127.0.0.1:${ctx.port}${path}`, []), 200, `${path} on the instance`);
     }
-    assert.is(await statusFrom('127.0.0.1', `http://127.0.0.1:${lb}/api?key=k3&count=1`, []), 200, '/api still passes');
-  } finally {
-    await stopGroup(haproxy);
-  }
+    assert.is(await statusFrom('127.0.0.1', `${lb}/api?key=k3&count=1`, []), 200, '/api still passes');
+  });
 });
 
 test('every line of the header is read as one list: the right-most untrusted address is the client', async (ctx) => {
