@@ -11,7 +11,7 @@ import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import { validators, type Answers } from './answer.js';
 import { isEmpty } from '../query/changes.js';
 import { forgedCursor } from '../query/cursor.js';
-import type { Selector } from '../query/selection.js';
+import { windowEnd, type Selector } from '../query/selection.js';
 import { ifNoneMatch } from './conditional.js';
 import { HTTP_FAILURES, limitFailure } from './failures.js';
 import { Codings } from './encoding.js';
@@ -102,11 +102,12 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
     if (!store) return sender.error(ex, HTTP_FAILURES.notLoaded, rate);
     const forged = parsed.plan.since && forgedCursor(parsed.plan.since, Math.floor(nowMs / 1000));
     if (forged) return sender.error(ex, HTTP_FAILURES.badParameter(`Invalid since "${parsed.plan.since!.text}": ${forged}`), rate);
-    if (mayWait && deps.selector.heavy(store, parsed.plan, nowMs)) {
+    const end = windowEnd(store, parsed.plan, nowMs);
+    if (mayWait && deps.selector.heavy(store, parsed.plan, nowMs, end)) {
       return ex.defer<null>((settle) => deps.turns.enqueue(() => settle(null)), () => answer(ex, memo, headers, rate, deps.clock.nowMs(), false));
     }
 
-    const selection = deps.selector.select(store, parsed.plan, nowMs);
+    const selection = deps.selector.select(store, parsed.plan, nowMs, end);
     const encoding = codings.negotiate(headers.acceptEncoding);
     if (headers.ifNoneMatch !== '' && ifNoneMatch(headers.ifNoneMatch, selection.etag)) {
       if (selection.plan.wait !== null) return deps.waiters.hold(ex, memo, selection, encoding, rate);

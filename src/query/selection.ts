@@ -84,14 +84,13 @@ export class Selector {
    * nothing remembered serves it, and it scans HEAVY_ROWS rows or more (a
    * count stops the scan early).
    */
-  heavy(store: Store, plan: Plan, nowMs: number): boolean {
+  heavy(store: Store, plan: Plan, nowMs: number, end: number): boolean {
     if (store.rows < HEAVY_ROWS) return false;
     const nowS = Math.floor(nowMs / 1000);
     if (plan.since !== null) {
       const r = this.memo.get(planKey(plan));
       return r === undefined || r.generation !== store.source.generation || r.second !== nowS;
     }
-    const end = windowEnd(store, plan, nowMs);
     if (this.tagger.knows(store, plan, end, nowS)) return false;
     const scanned = plan.sort === 'ping' || plan.sort === 'works' ? store.rows : end;
     return scanned >= HEAVY_ROWS && (plan.count === null || plan.count + (plan.offset ?? 0) >= HEAVY_ROWS);
