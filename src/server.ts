@@ -63,6 +63,8 @@ export interface ServeOptions {
   historyExactS?: number;
   /** Seconds requests are still served after SIGTERM, while /health says draining. */
   drainS?: number;
+  /** Milliseconds a pass over held requests works per turn of the event loop (tests set 0: one group a turn). */
+  heldSliceMs?: number;
   clock?: Clock;
   log?: Logger;
   follow?: FollowOptions;
@@ -142,7 +144,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   // Swapped-out snapshots' change sets go before the held requests are woken on the new one.
   feed.onSwap(() => selector.clear());
   const answers = new Answers(bodies, sender);
-  const waiters = new Waiters(clock, feed, queries, selector, answers, sender, log);
+  const waiters = new Waiters(clock, feed, queries, selector, answers, sender, log, o.heldSliceMs);
   const memory = new MemoryLimiter();
   const redisUrl = o.limiter && o.limiter !== 'memory' ? o.limiter : null;
   if (redisUrl && o.state) throw new CodedError('E_USAGE', '--state cannot be used with --limiter redis://...: Redis keeps the usage');

@@ -21,7 +21,7 @@ const TICK_MS = 100;
  * before it lets other requests in: a thousand held selections, each with
  * a change set to work out, never stall the service (README, Changes since a cursor).
  */
-const PASS_SLICE_MS = 4;
+export const PASS_SLICE_MS = 4;
 
 type MemoEntry = ReturnType<QueryMemo['read']>;
 
@@ -89,6 +89,8 @@ export class Waiters {
     private readonly answers: Answers,
     private readonly sender: Sender,
     private readonly log: Logger,
+    /** How long a pass works per turn (PASS_SLICE_MS); 0 looks at one group per turn. */
+    private readonly sliceMs = PASS_SLICE_MS,
   ) {
     feed.onSwap(() => this.check());
   }
@@ -172,11 +174,11 @@ export class Waiters {
     this.slice(0);
   }
 
-  /** Looks at the pass's groups from `i` on for PASS_SLICE_MS, then yields to other work. */
+  /** Looks at the pass's groups from `i` on for `sliceMs`, then yields to other work. */
   private slice(i: number): void {
     this.passSlices++;
     const pass = this.pass!;
-    const stop = performance.now() + PASS_SLICE_MS;
+    const stop = performance.now() + this.sliceMs;
     const store = this.feed.current;
     while (i < pass.length && store) {
       const group = pass[i++];
