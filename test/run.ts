@@ -8,25 +8,32 @@
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const root = mkdtempSync(join(tmpdir(), 'proxylist-tests-'));
 // As open as the system's temporary folder: a test runs the server as another user, who must reach its files.
 chmodSync(root, 0o1777);
-// uvu's command line: bin.js beside the package's dist folder (not among its exports).
-const uvu = join(dirname(createRequire(import.meta.url).resolve('uvu')), '..', 'bin.js');
+// The suites run in a child (test/suites.ts) that ends even when a failed test leaves something running.
+const suites = fileURLToPath(new URL('./suites.js', import.meta.url));
 const pattern = process.argv[2] ?? '\\.test\\.js$';
-const child = spawn(process.execPath, [uvu, 'dist/test', pattern], {
+const child = spawn(process.execPath, [suites, pattern], {
   stdio: 'inherit',
   env: { ...process.env, TMPDIR: root },
 });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => child.kill(signal));
+// A test that waits for ever must not hold CI until its own limit: the whole run gets this long.
+const RUN_LIMIT_MS = 25 * 60_000;
+const limit = setTimeout(() => {
+  console.error(`the suites did not finish within ${RUN_LIMIT_MS / 60_000} minutes: stopped`);
+  child.kill('SIGKILL');
+}, RUN_LIMIT_MS);
 
 const code = await new Promise<number>((resolve) => {
   child.on('exit', (status, signal) => resolve(status ?? (signal ? 1 : 0)));
 });
+clearTimeout(limit);
 
 /** Whatever the tests started works in a folder under root, which appears in its command line. */
 function processesUnder(folder: string): string[] {
