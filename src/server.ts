@@ -10,7 +10,10 @@ import { systemClock, type Clock } from './core/clock.js';
 import { CodedError, messageOf } from './core/errors.js';
 import type { FollowOptions } from './core/follow-file.js';
 import { createLogger, type Logger } from './core/log.js';
-import { createApp } from './http/app.js';
+import { createAppMaker, type TlsFiles } from './http/app.js';
+import { TlsCertificates } from './http/tls.js';
+import { readCertificatePair, type CertificatePair } from './core/certificate.js';
+import { isLoopbackHost } from './access/address.js';
 import type { Lifecycle } from './http/lifecycle.js';
 import { Metrics } from './http/metrics.js';
 import { BodySources, DEFAULT_WHOLE_BODIES_BYTES } from './bodies/sources.js';
@@ -63,6 +66,9 @@ export interface ServeOptions {
   historyExactS?: number;
   /** Seconds requests are still served after SIGTERM, while /health says draining. */
   drainS?: number;
+  /** A certificate (chain) and its key in PEM: the port speaks HTTPS only (docs/operations.md, HTTPS). */
+  tlsCert?: string;
+  tlsKey?: string;
   /** Milliseconds a pass over held requests works per turn of the event loop (tests set 0: one group a turn). */
   heldSliceMs?: number;
   clock?: Clock;
@@ -110,6 +116,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const log = o.log ?? createLogger(o.logLevel);
   // The build of uWebSockets.js; refuses at once to run on a slow fallback.
   const build = uwsBuild();
+  // A certificate that cannot serve stops the start, before anything is read or listens.
+  const pair = o.tlsCert && o.tlsKey ? readCertificatePair(o.tlsCert, o.tlsKey) : null;
   // A snapshot or keys file at an http(s) origin is downloaded into a folder of its own and followed there like a local file.
   const originDir = isUrl(o.snapshot) || isUrl(o.keys) ? mkdtempSync(join(tmpdir(), 'proxylist-origin-')) : null;
   const snapshotPath = isUrl(o.snapshot) ? join(originDir!, 'snapshot.msgpack') : o.snapshot;
@@ -161,11 +169,19 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     memory.prune(clock.nowMs(), clock.monotonicMs(), longestWindowS * 1000);
   }, 3600_000);
   pruner.unref();
-  const life: Lifecycle = { draining: false, limiter: redis, origin, keysOrigin, listener: null };
+  const life: Lifecycle = { draining: false, limiter: redis, origin, keysOrigin, listener: null, tls: null };
+  // A renewed certificate gets an app of its own, which takes the port over (docs/operations.md, HTTPS).
+  const tls = pair ? (life.tls = new TlsCertificates(pair, async (renewed: CertificatePair) => listener.replace(appFor(renewed)), clock, log, o.follow)) : null;
   const metrics = new Metrics(feed, keys, cache, bodies, selector, turns, sender, waiters, life, clock);
-  const app = createApp({ clock, feed, keys, limiter, trustProxy, queries, selector, turns, answers, waiters, sender, log, metrics, metricsAllow, life, accessLog: o.accessLog ?? false });
-
-  const listener = (life.listener = new Listener(app, o.host, log));
+  const makeApp = createAppMaker({ clock, feed, keys, limiter, trustProxy, queries, selector, turns, answers, waiters, sender, log, metrics, metricsAllow, life, accessLog: o.accessLog ?? false });
+  const appFor = (tls: TlsFiles | null) => {
+    try {
+      return makeApp(tls);
+    } catch (err) {
+      throw new CodedError('E_TLS', `TLS certificate ${tls?.certFile} and key ${tls?.keyFile} make no TLS context (${messageOf(err)})`);
+    }
+  };
+  const listener = (life.listener = new Listener(appFor(pair), o.host, log, pair !== null));
   let port: number;
   try {
     // Keys that cannot be read at start stop the server, as a bad config stops nginx: it would answer 401 to everyone. A later bad edit keeps the keys in force.
@@ -178,7 +194,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     port = await listener.start(o.port);
   } catch (err) {
     await keys.close();
-    (app as unknown as { close(): void }).close();
+    listener.closeApps();
     if (originDir) rmSync(originDir, { recursive: true, force: true });
     throw err;
   }
@@ -186,13 +202,20 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   for (const flag of o.secretFlags ?? []) {
     log.warn({ event: 'secret_on_command_line', option: flag }, `--${flag} carries a password or token on the command line, where ps shows it to every user: set PROXYLIST_${flag.toUpperCase()} instead`);
   }
+  if (pair && pair.notAfterMs <= clock.nowMs()) {
+    log.warn({ event: 'tls_expired', subject: pair.subject, not_after: new Date(pair.notAfterMs).toISOString() }, `the TLS certificate ${pair.certFile} (${pair.subject}) expired at ${new Date(pair.notAfterMs).toISOString()}: clients refuse it until it is renewed`);
+  }
+  if (!pair && !isLoopbackHost(o.host)) {
+    log.warn({ event: 'plain_http', host: o.host }, `plain HTTP on ${o.host}, which the network reaches: access keys travel in cleartext; give --tls-cert and --tls-key, or listen on 127.0.0.1 behind a proxy that speaks HTTPS`);
+  }
+  await tls?.start();
   redis?.start();
   const firstLoad = feed.start();
   origin?.start();
   keysOrigin?.start();
   log.info(
-    { event: 'listening', host: o.host, port, snapshot: origin ? origin.url : feed.path, keys: keys.source, state: o.state ?? null, trust_proxy: o.trustProxy ?? [], cache_bytes: o.cacheBytes ?? DEFAULT_CACHE_BYTES, bodies_bytes: o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES },
-    `listening on ${o.host}:${port}`,
+    { event: 'listening', host: o.host, port, tls: pair !== null, snapshot: origin ? origin.url : feed.path, keys: keys.source, state: o.state ?? null, trust_proxy: o.trustProxy ?? [], cache_bytes: o.cacheBytes ?? DEFAULT_CACHE_BYTES, bodies_bytes: o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES },
+    `listening on ${o.host}:${port}${pair ? ' over HTTPS' : ''}`,
   );
 
   let stopping: Promise<void> | null = null;
@@ -211,13 +234,13 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       const deadline = Date.now() + DRAIN_LIMIT_MS;
       while ((sender.pendingCount > 0 || bodies.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       await firstLoad.catch(() => undefined);
-      await Promise.all([feed.close(), keys.close(), origin?.close(), keysOrigin?.close()]);
+      await Promise.all([feed.close(), keys.close(), origin?.close(), keysOrigin?.close(), tls?.close()]);
       if (originDir) rmSync(originDir, { recursive: true, force: true });
       clearInterval(pruner);
       sender.abandonAll();
       state?.close();
       await redis?.close();
-      (app as unknown as { close(): void }).close();
+      listener.closeApps();
       log.info({ event: 'stopped' }, 'stopped');
     })());
   return { port, feed, keys, cache, bodies, selector, turns, waiters, limiter: memory, redis, log, stop, saveState: () => state?.flush() };

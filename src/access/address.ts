@@ -48,6 +48,14 @@ function parseIPv6(s: string): number[] | null {
   return missing >= 1 ? [...head, ...new Array<number>(missing).fill(0), ...tail] : null;
 }
 
+/** A listening address only this host reaches: localhost, 127.0.0.0/8 or ::1. */
+export function isLoopbackHost(host: string): boolean {
+  if (host === 'localhost') return true;
+  const a = parseAddress(host);
+  if (!a) return false;
+  return 'v4' in a ? a.v4 >>> 24 === 127 : a.v6.slice(0, 7).every((g) => g === 0) && a.v6[7] === 1;
+}
+
 /**
  * The subnet a request counts against, as one number: a.b.0.0/16 for IPv4
  * (0..65535), and the first 32 bits, offset past those, for IPv6.

@@ -35,6 +35,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { name: 'keys', value: 'FILE|URL', shown: null, required: true, help: 'the keys file: a file, or an http(s):// URL polled for changes (one keys file for every instance)', apply: (o, raw) => (o.keys = raw ?? '') },
   { name: 'port', value: 'N', shown: '8080', help: 'listening port; a port in use is an error, never shared', apply: (o, raw) => (o.port = integerOption('port', raw, 8080, 0, 65535)) },
   { name: 'host', value: 'ADDR', shown: '0.0.0.0', help: 'listening address', apply: (o, raw) => (o.host = raw ?? '0.0.0.0') },
+  { name: 'tls-cert', value: 'FILE', shown: null, help: 'the certificate (with its chain) in PEM: the port speaks HTTPS only, TLS 1.2 and 1.3; a renewed file is taken without a restart', apply: (o, raw) => (o.tlsCert = raw) },
+  { name: 'tls-key', value: 'FILE', shown: null, help: 'the certificate\'s private key in PEM, unencrypted, readable by the service\'s user only', apply: (o, raw) => (o.tlsKey = raw) },
   { name: 'state', value: 'FILE', shown: null, help: 'where daily counts and subnets survive a restart (not with a Redis limiter)', apply: (o, raw) => (o.state = raw ?? null) },
   { name: 'trust-proxy', value: 'ADDR,...', shown: null, help: 'peers (addresses or CIDR ranges) whose X-Forwarded-For is believed', apply: (o, raw) => (o.trustProxy = raw === undefined ? [] : list(raw)) },
   { name: 'metrics-allow', value: 'CIDR,...', shown: DEFAULT_METRICS_ALLOW.join(','), help: 'who may read /metrics and /usage', apply: (o, raw) => (o.metricsAllow = raw === undefined ? [...DEFAULT_METRICS_ALLOW] : list(raw)) },
@@ -112,6 +114,7 @@ export function readServeOptions(values: Record<string, string | boolean | undef
   }
   if (!o.snapshot) throw new CodedError('E_USAGE', `missing --snapshot FILE|URL (or ${envName('snapshot')})`);
   if (!o.keys) throw new CodedError('E_USAGE', `missing --keys FILE|URL (or ${envName('keys')})`);
+  if ((o.tlsCert === undefined) !== (o.tlsKey === undefined)) throw new CodedError('E_USAGE', `--tls-cert and --tls-key go together: ${o.tlsCert === undefined ? '--tls-key' : '--tls-cert'} was given alone`);
   if (o.state && o.limiter !== 'memory') throw new CodedError('E_USAGE', '--state cannot be used with --limiter redis://...: Redis keeps the usage');
   // A password on the command line is shown by ps to every user of the host: the environment is the place for it.
   o.secretFlags = ['snapshot', 'keys', 'limiter'].filter((name) => typeof values[name] === 'string' && maskUrl(values[name] as string) !== values[name]);

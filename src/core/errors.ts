@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'E_KEYS_WRITE'
   | 'E_USAGE_UNAVAILABLE'
   | 'E_LISTEN'
+  | 'E_TLS'
   | 'E_UWS_FALLBACK'
   | 'E_BUILD_FAILED';
 
@@ -31,6 +32,7 @@ export const EXIT_STATUS: Record<ErrorCode, number> = {
   E_KEYS_WRITE: 1,
   E_USAGE_UNAVAILABLE: 1,
   E_LISTEN: 1,
+  E_TLS: 1,
   E_UWS_FALLBACK: 1,
   E_BUILD_FAILED: 1,
 };

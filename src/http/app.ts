@@ -58,7 +58,18 @@ export interface AppDeps extends ApiDeps {
   metricsAllow: AddressSet;
 }
 
-export function createApp(deps: AppDeps): TemplatedApp {
+/** Files of a certificate and its key, for an app that speaks HTTPS. */
+export interface TlsFiles {
+  certFile: string;
+  keyFile: string;
+}
+
+/**
+ * The service's routes, and a maker of apps that serve them: plain HTTP, or
+ * HTTPS with a certificate (a renewed one gets an app of its own, README,
+ * HTTPS). Every app shares the handlers and their state.
+ */
+export function createAppMaker(deps: AppDeps): (tls: TlsFiles | null) => TemplatedApp {
   const { log, sender, metrics: stats } = deps;
   /** Each answer is counted, and logged with --access-log: the path only, since the query holds the key, which is named by its label. */
   const account = (route: string): RouteAccount => {
@@ -154,19 +165,24 @@ export function createApp(deps: AppDeps): TemplatedApp {
     sender.error(ex, HTTP_FAILURES.notFound);
   };
 
-  const app = loadUws().App();
-  const serve = (route: RouteAccount, path: string, handler: Handler): void => {
-    app.get(path, guarded(route, path, false, handler));
-    // HEAD is not routed to get(): it needs its own route.
-    app.head(path, guarded(route, path, true, handler));
-    app.any(path, byMethod(guarded(route, path, true, notAllowed), guarded(route, path, false, notAllowed)));
-  };
-  for (const [path, handler] of [['/api', api], ['/health', health], ['/metrics', metrics], ['/usage', usage], ['/openapi.json', openapi]] as const) serve(account(path), path, handler);
-  // The pages for people and their assets, counted as one route.
   const pages = new Pages(log);
+  const handlers = [['/api', api], ['/health', health], ['/metrics', metrics], ['/usage', usage], ['/openapi.json', openapi]] as const;
+  const routes = handlers.map(([path, handler]) => ({ path, handler, account: account(path) }));
+  // The pages for people and their assets, counted as one route.
   const pageRoute = account('pages');
-  for (const path of pages.paths) serve(pageRoute, path, (ex, req) => pages.answer(ex, sender, path, req.getHeader(ACCEPT_ENCODING), req.getHeader(IF_NONE_MATCH)));
   const other = account('other');
-  app.any('/*', byMethod(guarded(other, 'other', true, notFound), guarded(other, 'other', false, notFound)));
-  return app;
+  return (tls) => {
+    // SSLApp throws when the files make no context; they were checked just before (core/certificate.ts).
+    const app = tls ? loadUws().SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile }) : loadUws().App();
+    const serve = (route: RouteAccount, path: string, handler: Handler): void => {
+      app.get(path, guarded(route, path, false, handler));
+      // HEAD is not routed to get(): it needs its own route.
+      app.head(path, guarded(route, path, true, handler));
+      app.any(path, byMethod(guarded(route, path, true, notAllowed), guarded(route, path, false, notAllowed)));
+    };
+    for (const r of routes) serve(r.account, r.path, r.handler);
+    for (const path of pages.paths) serve(pageRoute, path, (ex, req) => pages.answer(ex, sender, path, req.getHeader(ACCEPT_ENCODING), req.getHeader(IF_NONE_MATCH)));
+    app.any('/*', byMethod(guarded(other, 'other', true, notFound), guarded(other, 'other', false, notFound)));
+    return app;
+  };
 }

@@ -13,6 +13,9 @@ export function healthReport(feed: SnapshotFeed, keys: KeysFeed, life: Lifecycle
   const extra = {
     keys: { source: keys.source, loaded_at: keys.loadedAtMs === null ? null : formatIsoOffset(keys.loadedAtMs), count: keys.table.entries.size, last_error: keysError },
     ...(o ? { origin: { url: o.url, downloads: o.downloads, not_modified: o.notModified, last_error: o.lastError } } : {}),
+    ...(life.tls
+      ? { tls: { subject: life.tls.current.subject, not_after: formatIsoOffset(life.tls.current.notAfterMs), loaded_at: formatIsoOffset(life.tls.loadedAtMs), last_error: life.tls.lastError } }
+      : {}),
     ...(redis ? { limiter: { kind: 'redis', mode: redis.mode, nodes: redis.nodes, up: redis.up, fallback: redis.fallbacks, last_error: redis.lastError } } : {}),
   };
   const store = feed.current;

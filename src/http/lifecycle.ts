@@ -1,6 +1,7 @@
 import type { RedisLimiter } from '../access/redis-limiter.js';
 import type { Origin } from '../core/origin.js';
 import type { Listener } from './listener.js';
+import type { TlsCertificates } from './tls.js';
 
 /** What /health and /metrics tell of the instance beside the snapshot. */
 export interface Lifecycle {
@@ -12,4 +13,6 @@ export interface Lifecycle {
   keysOrigin: Origin | null;
   /** The listening socket, once listening. */
   listener: Listener | null;
+  /** The certificate in force, with --tls-cert. */
+  tls: TlsCertificates | null;
 }

@@ -48,8 +48,15 @@ export class Listener {
    * connection can take it meanwhile).
    */
   private spare: number | null = null;
+  /** Apps replaced by a renewal, still serving the connections they accepted, closed with the rest at the end. */
+  private readonly retired: TemplatedApp[] = [];
 
-  constructor(private readonly app: TemplatedApp, private readonly host: string, private readonly log: Logger) {}
+  /**
+   * `renewable`: another app may take the port over (a renewed
+   * certificate, docs/operations.md, HTTPS). The port is then bound with SO_REUSEPORT,
+   * after a first exclusive bind that proves no other process has it.
+   */
+  constructor(private app: TemplatedApp, private readonly host: string, private readonly log: Logger, private readonly renewable = false) {}
 
   get paused(): boolean {
     return this.token === null && !this.closed;
@@ -57,12 +64,42 @@ export class Listener {
 
   /** Listens on `port` (0: any free one); resolves with the port. */
   async start(port: number): Promise<number> {
-    this.token = await this.listen(port);
+    this.token = await this.listen(port, true);
     this.port = loadUws().us_socket_local_port(this.token as never);
+    if (this.renewable) {
+      loadUws().us_listen_socket_close(this.token);
+      this.token = await this.listen(this.port);
+    }
     if (this.descriptors() !== null) {
       this.schedule(CHECK_MS);
     }
     return this.port;
+  }
+
+  /**
+   * New connections go to `app` from now on; those open on the app before
+   * go on there. The new app listens beside the old, which stops listening
+   * right after the event loop's next pass over what is ready, so that what
+   * it has accepted by then is served. A connection the kernel queued on it
+   * in between is reset, unless net.ipv4.tcp_migrate_req moves it to the
+   * new one (docs/operations.md, HTTPS).
+   */
+  async replace(app: TemplatedApp): Promise<void> {
+    if (this.closed) throw new Error('the listener is closed');
+    // Paused for want of descriptors: the next listen is the new app's.
+    const token = this.token ? await this.listen(this.port, false, app) : null;
+    this.retired.push(this.app);
+    this.app = app;
+    if (!token) return;
+    const previous = this.token;
+    this.token = token;
+    if (previous) setImmediate(() => loadUws().us_listen_socket_close(previous));
+  }
+
+  /** Closes every connection of every app this listener served (the end of a drain). */
+  closeApps(): void {
+    for (const app of [...this.retired, this.app]) app.close();
+    this.retired.length = 0;
   }
 
   /** Stops accepting for good; connections open stay. */
@@ -115,12 +152,15 @@ export class Listener {
     return d;
   }
 
-  private listen(port: number): Promise<us_listen_socket> {
-    // Exclusive: by default uWebSockets.js binds with SO_REUSEPORT, and a second
-    // instance would silently share the port.
+  /**
+   * Exclusive unless the port is renewable: by default uWebSockets.js binds
+   * with SO_REUSEPORT, and a second instance would silently share the port.
+   */
+  private listen(port: number, exclusive = !this.renewable, app = this.app): Promise<us_listen_socket> {
     const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
+    const LIBUS_LISTEN_DEFAULT = 0;
     return new Promise((resolve, reject) => {
-      (this.app.listen as unknown as (h: string, p: number, o: number, cb: (t: us_listen_socket | false) => void) => void)(this.host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, (token) => {
+      (app.listen as unknown as (h: string, p: number, o: number, cb: (t: us_listen_socket | false) => void) => void)(this.host, port, exclusive ? LIBUS_LISTEN_EXCLUSIVE_PORT : LIBUS_LISTEN_DEFAULT, (token) => {
         if (token) resolve(token);
         else reject(new CodedError('E_LISTEN', `cannot listen on ${this.host}:${port}: the port is in use or the address is not available`));
       });

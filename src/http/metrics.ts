@@ -45,6 +45,13 @@ export class Metrics {
     // Totals kept elsewhere, exposed as counters: read when scraped.
     const counterFrom = (config: CounterConfiguration<string>, read: () => number) =>
       new Counter({ ...config, registers, collect() { this.reset(); this.inc(read()); } });
+    // With --tls-cert only: a series that is absent says plain HTTP.
+    if (life.tls) {
+      const tls = life.tls;
+      gauge('proxylist_tls_certificate_expiry_seconds', 'Seconds until the certificate in force expires (negative once it has)', () => tls.secondsLeft());
+      counterFrom({ name: 'proxylist_tls_renewals_total', help: 'Certificates put in force after the one at start' }, () => tls.renewals);
+      counterFrom({ name: 'proxylist_tls_renewal_failures_total', help: 'Changed certificate files that did not make a pair (the one in force stayed)' }, () => tls.failures);
+    }
     gauge('proxylist_snapshot_records', 'Records in the snapshot being served', () => feed.current?.rows ?? 0);
     gauge('proxylist_snapshot_skipped_records', 'Records of the served snapshot that were skipped as invalid', () => feed.current?.meta.skipped ?? 0);
     gauge('proxylist_snapshot_age_seconds', 'Seconds since the served snapshot was generated', () =>

@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { TestAuthority } from '../helpers/certificates.js';
 import { exitWithin, freePorts, needCommand, runCli, spawnGroup, stopGroup, untilReady } from '../helpers/cli.js';
 import { eventually, tempDir } from '../helpers/server.js';
 
@@ -17,17 +17,12 @@ const test = suite('the Redis limiter over TLS');
 
 test('a rediss:// limiter counts through TLS, and refuses a certificate it cannot verify', async () => {
   needCommand('redis-server', 'redis-server');
-  needCommand('openssl', 'openssl');
   const dir = tempDir();
   const file = (name: string) => join(dir, name);
-  const openssl = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-  openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=proxylist test authority']);
-  openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'redis.key', '-out', 'redis.csr', '-subj', '/CN=localhost']);
-  writeFileSync(file('san.cnf'), 'subjectAltName=DNS:localhost\n');
-  openssl(['x509', '-req', '-in', 'redis.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'redis.pem', '-days', '2', '-extfile', 'san.cnf']);
+  const redisPair = new TestAuthority(dir).issue('redis');
 
   const [tlsPort, trusting, doubting] = await freePorts(3);
-  const redis = spawnGroup('redis-server', ['--port', '0', '--tls-port', String(tlsPort), '--bind', '127.0.0.1', '--tls-cert-file', file('redis.pem'), '--tls-key-file', file('redis.key'),
+  const redis = spawnGroup('redis-server', ['--port', '0', '--tls-port', String(tlsPort), '--bind', '127.0.0.1', '--tls-cert-file', redisPair.cert, '--tls-key-file', redisPair.key,
     '--tls-ca-cert-file', file('ca.pem'), '--tls-auth-clients', 'no', '--save', '', '--appendonly', 'no', '--dir', dir]);
   const now = Math.floor(Date.now() / 1000);
   writeFileAtomic(file('snapshot.msgpack'), encodeSnapshot(generateRecords({ records: 50, seed: 94, now }), now));
