@@ -1,14 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sha256Hex } from '../../src/access/keys.js';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { systemClock } from '../../src/core/clock.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { freePorts, needCommand, runCli } from '../helpers/cli.js';
+import { freePorts, runCli } from '../helpers/cli.js';
+import { haproxyConfig, startHaproxy } from '../helpers/haproxy.js';
 import { StaticOrigin } from '../helpers/nginx.js';
 import { assertUsageDocumented } from '../helpers/openapi.js';
 import { RedisServer } from '../helpers/redis.js';
@@ -26,14 +25,12 @@ const POLL_S = 1;
 const SECRET = 'k-7f3a9c-';
 const entry = (name: string, extra: Record<string, unknown> = {}) => ({ sha256: sha256Hex(SECRET + name), name, limits: { per_window: null, daily: 1000, subnets: 10 }, ...extra });
 const keysFile = (revoked: string[] = []) => JSON.stringify({ keys: ['alpha', 'beta', 'counted'].map((k) => entry(k, revoked.includes(k) ? { disabled: true } : {})) });
-const HAPROXY = readFileSync(fileURLToPath(new URL('../../../deploy/haproxy.cfg', import.meta.url)), 'utf8');
 
 interface Health { keys: { source: string; loaded_at: string | null; count: number; last_error: string | null } }
-interface Ctx { origin: StaticOrigin; redis: RedisServer; servers: TestServer[]; haproxy: ChildProcess; lb: number; dir: string }
+interface Ctx { origin: StaticOrigin; redis: RedisServer; servers: TestServer[]; haproxy: ReturnType<typeof startHaproxy>; lb: number; dir: string }
 const test = suite<Ctx>('one keys file from an http origin, three instances and Redis behind haproxy');
 
 test.before(async (ctx) => {
-  needCommand('haproxy', 'haproxy');
   ctx.origin = await StaticOrigin.start();
   writeFileAtomic(join(ctx.origin.root, 'keys.json'), keysFile());
   ctx.redis = await RedisServer.start();
@@ -42,14 +39,12 @@ test.before(async (ctx) => {
   const [lb] = await freePorts(1);
   ctx.lb = lb;
   ctx.dir = tempDir();
-  const config = join(ctx.dir, 'haproxy.cfg');
-  writeFileSync(config, HAPROXY.replace('127.0.0.1:8080', `127.0.0.1:${lb}`).replace(/127\.0\.0\.1:808([1-3])/g, (_, i) => `127.0.0.1:${ctx.servers[Number(i) - 1].server.port}`));
-  ctx.haproxy = spawn('haproxy', ['-db', '-f', config], { stdio: 'ignore' });
+  // Plain HTTP at the front: this is about the keys, not TLS (https-balancer.test.ts).
+  ctx.haproxy = startHaproxy(ctx.dir, haproxyConfig({ front: lb, instances: ctx.servers.map((t) => t.server.port) }));
   await eventually(async () => (await fetch(`http://127.0.0.1:${lb}/api?key=${SECRET}alpha&count=1`).catch(() => null))?.status === 200, 10_000, 'haproxy and the instances ready');
 });
 test.after(async (ctx) => {
-  ctx.haproxy.kill('SIGTERM');
-  await new Promise((r) => (ctx.haproxy.exitCode !== null ? r(null) : ctx.haproxy.once('exit', r)));
+  await ctx.haproxy.stop();
   await Promise.all(ctx.servers.map((t) => t.close()));
   await ctx.redis.close();
   await ctx.origin.close();
