@@ -40,6 +40,8 @@ export interface ServeOptions {
   trustProxy?: string[];
   /** Addresses and CIDR ranges that may read /metrics; loopback by default. */
   metricsAllow?: string[];
+  /** Host names /metrics and /usage answer, besides addresses and localhost. */
+  operatorHosts?: string[];
   logLevel?: string;
   /** A log line per response: method, path, status, bytes, µs, key name. */
   accessLog?: boolean;
@@ -173,7 +175,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   // A renewed certificate gets an app of its own, which takes the port over (docs/operations.md, HTTPS).
   const tls = pair ? (life.tls = new TlsCertificates(pair, async (renewed: CertificatePair) => listener.replace(appFor(renewed)), clock, log, o.follow)) : null;
   const metrics = new Metrics(feed, keys, cache, bodies, selector, turns, sender, waiters, life, clock);
-  const makeApp = createAppMaker({ clock, feed, keys, limiter, trustProxy, queries, selector, turns, answers, waiters, sender, log, metrics, metricsAllow, life, accessLog: o.accessLog ?? false });
+  const makeApp = createAppMaker({ clock, feed, keys, limiter, trustProxy, queries, selector, turns, answers, waiters, sender, log, metrics, metricsAllow, operatorHosts: new Set(o.operatorHosts ?? []), life, accessLog: o.accessLog ?? false });
   const appFor = (tls: TlsFiles | null) => {
     try {
       return makeApp(tls);

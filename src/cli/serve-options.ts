@@ -39,6 +39,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { name: 'tls-key', value: 'FILE', shown: null, help: 'the certificate\'s private key in PEM, unencrypted, readable by the service\'s user only', apply: (o, raw) => (o.tlsKey = raw) },
   { name: 'state', value: 'FILE', shown: null, help: 'where daily counts and subnets survive a restart (not with a Redis limiter)', apply: (o, raw) => (o.state = raw ?? null) },
   { name: 'trust-proxy', value: 'ADDR,...', shown: null, help: 'peers (addresses or CIDR ranges) whose X-Forwarded-For is believed', apply: (o, raw) => (o.trustProxy = raw === undefined ? [] : list(raw)) },
+  { name: 'operator-hosts', value: 'NAME,...', shown: null, help: 'host names /metrics and /usage answer besides addresses and localhost (a name not listed is refused, as a page that rebinds its name here sends)', apply: (o, raw) => (o.operatorHosts = raw === undefined ? [] : list(raw).map((h) => h.toLowerCase())) },
   { name: 'metrics-allow', value: 'CIDR,...', shown: DEFAULT_METRICS_ALLOW.join(','), help: 'who may read /metrics and /usage', apply: (o, raw) => (o.metricsAllow = raw === undefined ? [...DEFAULT_METRICS_ALLOW] : list(raw)) },
   {
     name: 'log-level', value: 'LEVEL', shown: 'info', help: `one of ${LOG_LEVELS.join(', ')}`,

@@ -3,7 +3,7 @@ import type { AddressSet } from '../access/address.js';
 import type { Logger } from '../core/log.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import { createApiHandler, targetTooLong, type ApiDeps } from './api.js';
-import { clientOf } from './client-address.js';
+import { clientOf, operatorHost } from './client-address.js';
 import { Exchange, type RouteAccount } from './exchange.js';
 import { HTTP_FAILURES, type HttpFailure } from './failures.js';
 import { head } from './head.js';
@@ -11,7 +11,7 @@ import { healthReport } from './health.js';
 import { Pages } from './pages.js';
 import type { Lifecycle } from './lifecycle.js';
 import { usageReport } from './usage.js';
-import { ACCEPT_ENCODING, CONTENT_LENGTH, IF_NONE_MATCH, loadUws, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js';
+import { ACCEPT_ENCODING, CONTENT_LENGTH, HOST, IF_NONE_MATCH, loadUws, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js';
 
 type Handler = (ex: Exchange, req: HttpRequest) => void;
 
@@ -54,8 +54,10 @@ export interface AppDeps extends ApiDeps {
   /** One log line per response. */
   accessLog: boolean;
   feed: SnapshotFeed;
-  /** Who may read /metrics. */
+  /** Who may read /metrics and /usage. */
   metricsAllow: AddressSet;
+  /** The host names (lower case) that /metrics and /usage answer besides addresses and localhost. */
+  operatorHosts: ReadonlySet<string>;
 }
 
 /** Files of a certificate and its key, for an app that speaks HTTPS. */
@@ -129,10 +131,23 @@ export function createAppMaker(deps: AppDeps): (tls: TlsFiles | null) => Templat
     const report = healthReport(deps.feed, deps.keys, deps.life);
     sender.bytes(ex, report.ready ? HEALTHY : UNHEALTHY, Buffer.from(report.body));
   };
-  /** The client may read /metrics and /usage (`--metrics-allow`), judged on its address as the limits read it (README, Operations). */
-  const operator = (ex: Exchange, req: HttpRequest): boolean => {
+  /**
+   * Whether the client may read /metrics and /usage: its address as the
+   * limits read it is in `--metrics-allow`, and the request names this host
+   * as the operator does (docs/operations.md, HTTPS): a page of another site
+   * that rebinds its name to this host sends that name, and is refused.
+   */
+  const operator = (ex: Exchange, req: HttpRequest, forbidden: HttpFailure): boolean => {
     const client = clientOf(ex.res, req, deps.trustProxy);
-    return client !== null && deps.metricsAllow.has(client);
+    if (client === null || !deps.metricsAllow.has(client)) {
+      sender.error(ex, forbidden);
+      return false;
+    }
+    if (!operatorHost(req.getHeader(HOST), deps.operatorHosts)) {
+      sender.error(ex, HTTP_FAILURES.operatorHostForbidden);
+      return false;
+    }
+    return true;
   };
   /** Answers with what `work` makes, or `failure` when it fails; from here on the client may go away. */
   const later = (ex: Exchange, work: Promise<string>, contentType: string, failure: HttpFailure, event: string): void => {
@@ -147,11 +162,11 @@ export function createAppMaker(deps: AppDeps): (tls: TlsFiles | null) => Templat
     );
   };
   const metrics: Handler = (ex, req) => {
-    if (!operator(ex, req)) return sender.error(ex, HTTP_FAILURES.metricsForbidden);
+    if (!operator(ex, req, HTTP_FAILURES.metricsForbidden)) return;
     later(ex, stats.text(), stats.registry.contentType, HTTP_FAILURES.internal, 'metrics_failed');
   };
   const usage: Handler = (ex, req) => {
-    if (!operator(ex, req)) return sender.error(ex, HTTP_FAILURES.usageForbidden);
+    if (!operator(ex, req, HTTP_FAILURES.usageForbidden)) return;
     const kind = deps.life.limiter ? 'redis' : 'memory';
     later(ex, usageReport(deps.keys.table, deps.limiter, kind, deps.clock.nowMs()), JSON_HEADERS[0][1], HTTP_FAILURES.usageUnavailable, 'usage_failed');
   };

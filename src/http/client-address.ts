@@ -24,3 +24,15 @@ export function clientOf(res: HttpResponse, req: HttpRequest, trustProxy: Addres
   if (peer === null || !trustProxy.has(peer)) return peer;
   return clientAddress(peer, forwardedFor(req), trustProxy);
 }
+
+/**
+ * Whether a Host header names this host as the operator's endpoints accept:
+ * none at all (HTTP/1.0), an address, localhost, or a name the operator
+ * listed (`--operator-hosts`), with any port. A browser that a page of
+ * another site steers here by rebinding that site's name sends that name.
+ */
+export function operatorHost(host: string, allowed: ReadonlySet<string>): boolean {
+  if (host === '') return true;
+  const name = (host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d*$/, '')).toLowerCase();
+  return name === 'localhost' || allowed.has(name) || parseAddress(name) !== null;
+}

@@ -23,6 +23,8 @@ export const HTTP_FAILURES = {
   notLoaded: { status: '503 Service Unavailable', message: 'Proxy list is not loaded yet', retryAfterS: 5 },
   metricsForbidden: { status: '403 Forbidden', message: 'Metrics are not available from this address' },
   usageForbidden: { status: '403 Forbidden', message: 'Usage is not available from this address' },
+  /** A host name the operator did not allow, as a page of another site would send after rebinding its name to this host. */
+  operatorHostForbidden: { status: '403 Forbidden', message: 'Metrics and usage answer only an address, localhost or a name of --operator-hosts in Host' },
   usageUnavailable: { status: '503 Service Unavailable', message: 'Usage limits are unavailable; retry shortly', retryAfterS: 1 },
   internal: { status: '500 Internal Server Error', message: 'Internal server error' },
   /** Request framing RFC 9112 calls invalid: the connection is closed after it. */

@@ -94,3 +94,4 @@ const headerName = (name: string): ArrayBuffer => new TextEncoder().encode(name)
 export const ACCEPT_ENCODING = headerName('accept-encoding');
 export const IF_NONE_MATCH = headerName('if-none-match');
 export const CONTENT_LENGTH = headerName('content-length');
+export const HOST = headerName('host');

@@ -1,7 +1,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { metricValue as value } from '../helpers/http-read.js';
+import { metricValue as value, readRaw } from '../helpers/http-read.js';
 import { sha256Hex } from '../../src/access/keys.js';
 import { assertUsageDocumented } from '../helpers/openapi.js';
 import { TEST_KEY, TEST_NOW_S, startTestServer, type TestServer } from '../helpers/server.js';
@@ -80,6 +80,25 @@ denied('--metrics-allow that excludes the client: 403 for /metrics and /usage, a
   assert.is(await usage.text(), 'Error: Usage is not available from this address');
 });
 
+const hosts = suite<{ t: TestServer }>('/metrics and /usage: the Host the operator allows');
+hosts.after((ctx) => ctx.t.close());
+
+hosts('a name rebound to this host is refused; an address, localhost and a name of --operator-hosts are answered, with any port', async (ctx) => {
+  const t = (ctx.t = await startTestServer({ snapshot, keys, options: { operatorHosts: ['metrics.internal'] } }));
+  const port = t.server.port;
+  for (const path of ['/metrics', '/usage']) {
+    for (const host of ['attacker.example', `attacker.example:${port}`, 'metrics.internal.attacker.example', 'localhost.attacker.example']) {
+      const refused = await readRaw(port, path, { headers: { host } });
+      assert.is(refused.status, 403, `${path} for Host ${host}`);
+      assert.is(refused.body.toString(), 'Error: Metrics and usage answer only an address, localhost or a name of --operator-hosts in Host');
+    }
+    for (const host of [`127.0.0.1:${port}`, '127.0.0.1', `localhost:${port}`, `[::1]:${port}`, 'METRICS.internal:9100', '10.1.2.3']) {
+      assert.is((await readRaw(port, path, { headers: { host } })).status, 200, `${path} for Host ${host}`);
+    }
+  }
+  assert.is((await readRaw(port, `/api?key=${TEST_KEY}&count=1`, { headers: { host: 'attacker.example' } })).status, 200, '/api answers any Host');
+});
+
 const proxied = suite<{ t: TestServer }>('/metrics and /usage behind a trusted proxy');
 proxied.after((ctx) => ctx.t.close());
 
@@ -107,3 +126,4 @@ proxied('judged on the client it forwards for, as the limits read it: never on t
 proxied.run();
 
 denied.run();
+hosts.run();
