@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { rename, rm, stat } from 'node:fs/promises';
 import { Readable, Transform } from 'node:stream';
@@ -42,6 +43,8 @@ export class Origin {
   downloads = 0;
   private etag: string | null = null;
   private lastModified: string | null = null;
+  /** The SHA-256 of the file in place: an origin that validates nothing sends it whole each time, and the same bytes are not loaded again. */
+  private digest: string | null = null;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private closed = false;
@@ -99,9 +102,11 @@ export class Origin {
         throw new Error(this.tooLarge(`${Number(expected)} bytes announced`));
       }
       let received = 0;
+      const hash = createHash('sha256');
       const cap = new Transform({
         transform: (chunk: Buffer, _encoding, done) => {
           received += chunk.length;
+          hash.update(chunk);
           done(received > this.maxBytes ? new Error(this.tooLarge(`cut off after ${received} bytes`)) : null, chunk);
         },
       });
@@ -109,13 +114,20 @@ export class Origin {
       await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), cap, createWriteStream(temp, { mode: 0o600 }));
       const got = (await stat(temp)).size;
       if (expected !== null && Number(expected) !== got) throw new Error(`the download was cut short: ${got} of ${expected} bytes`);
-      await rename(temp, this.localPath);
       this.etag = res.headers.get('etag');
       this.lastModified = res.headers.get('last-modified');
-      this.downloads++;
       const what = this.kind.name;
       if (this.lastError !== null) this.log.info({ event: 'origin_ok', what, url: this.url }, `${what} origin answers again`);
       this.lastError = null;
+      const digest = hash.digest('hex');
+      if (digest === this.digest) {
+        await rm(temp, { force: true });
+        this.notModified++;
+        return;
+      }
+      await rename(temp, this.localPath);
+      this.digest = digest;
+      this.downloads++;
       this.log.info({ event: 'origin_downloaded', what, url: this.url, bytes: got }, `${what} downloaded from the origin`);
     } catch (err) {
       await rm(temp, { force: true });

@@ -1,4 +1,4 @@
-import { rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -36,6 +36,29 @@ test('loaded, then polled with conditional GETs that nginx answers 304', async (
   const h = await health(t);
   assert.is(h.origin.downloads, 1);
   assert.is(h.origin.last_error, null);
+});
+
+test('an origin that sends neither ETag nor Last-Modified: the same bytes are fetched again, but not loaded again; new bytes are', async ({ origin }) => {
+  const bare = join(origin.root, 'bare');
+  mkdirSync(bare, { recursive: true });
+  writeFileAtomic(join(bare, 'snapshot.msgpack'), version(5));
+  const t = await startTestServer({ snapshot: null, clock: systemClock, options: { snapshot: origin.url('bare/snapshot.msgpack'), snapshotPollS: 1 } });
+  try {
+    await eventually(async () => (await health(t)).status === 'ok', 10_000, 'the first download loaded');
+    const probe = await fetch(origin.url('bare/snapshot.msgpack'));
+    assert.is(probe.headers.get('etag'), null);
+    assert.is(probe.headers.get('last-modified'), null);
+    await probe.arrayBuffer();
+    await eventually(async () => (await health(t)).origin.not_modified >= 2, 8000, 'two polls that found the same bytes');
+    assert.equal([...new Set(origin.statuses('bare/snapshot.msgpack'))], [200], 'every poll fetched the file whole');
+    const h = (await (await t.get('/health')).json()) as Health & { reloads: { ok: number } };
+    assert.is(h.origin.downloads, 1, 'one download put in place');
+    assert.is(h.reloads.ok, 1, 'loaded once');
+    writeFileAtomic(join(bare, 'snapshot.msgpack'), version(6));
+    await eventually(async () => (await generated(t)) === now + 6, 5000, 'the new bytes served');
+  } finally {
+    await t.close();
+  }
 });
 
 test('a new file at the origin is served within two poll periods', async ({ origin, t }) => {

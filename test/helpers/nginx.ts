@@ -8,7 +8,9 @@ import { eventually } from './server.js';
  * A real nginx (Debian's nginx-light) serving a folder as a static origin on
  * a free loopback port, in the foreground, with its own prefix. Creating the
  * file `fail` in the folder makes it answer 500; `slow` makes it send 20 KB/s.
- * With `basicAuth`, every file needs that user and password.
+ * With `basicAuth`, every file needs that user and password. Files under
+ * `bare/` are sent without ETag and Last-Modified, as an origin that
+ * validates nothing sends them.
  */
 export class StaticOrigin extends GroupServer {
   readonly root: string;
@@ -43,6 +45,8 @@ http {
       if (-f ${this.root}/fail) { return 500; }
       if (-f ${this.root}/slow) { set $limit_rate 20k; }
     }
+    # SSI drops both validators of what it sends.
+    location /bare/ { ssi on; ssi_types *; }
   }
 }
 `);
