@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AddressSet } from './access/address.js';
 import { KeysFeed } from './access/keys-feed.js';
+import { KEYS_FILE_MAX_BYTES } from './access/keys.js';
 import { MemoryLimiter, type Limiter } from './access/limiter.js';
 import { DEFAULT_LIMITER_TIMEOUT_MS, RedisLimiter } from './access/redis-limiter.js';
 import { StateFile } from './access/state-file.js';
@@ -85,8 +86,6 @@ const DRAIN_LIMIT_MS = 10_000;
 export const DEFAULT_DRAIN_S = 5;
 export const DEFAULT_SNAPSHOT_POLL_S = 2;
 export const DEFAULT_KEYS_POLL_S = 2;
-/** The largest keys file downloaded from an origin: a million keys by hash take about 100 MB. */
-const KEYS_MAX_BYTES = 256 * 1024 * 1024;
 const isUrl = (s: string): boolean => /^https?:\/\//i.test(s);
 
 export interface RunningServer {
@@ -127,7 +126,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const origin = isUrl(o.snapshot)
     ? new Origin(o.snapshot, snapshotPath, o.snapshotPollS ?? DEFAULT_SNAPSHOT_POLL_S, o.snapshotMaxBytes ?? DEFAULT_SNAPSHOT_MAX_MB * 1024 * 1024, { name: 'snapshot', maxBytesSaid: '--snapshot-max-mb' }, log)
     : null;
-  const keysOrigin = isUrl(o.keys) ? new Origin(o.keys, keysPath, o.keysPollS ?? DEFAULT_KEYS_POLL_S, KEYS_MAX_BYTES, { name: 'keys', maxBytesSaid: 'MB' }, log) : null;
+  const keysOrigin = isUrl(o.keys) ? new Origin(o.keys, keysPath, o.keysPollS ?? DEFAULT_KEYS_POLL_S, KEYS_FILE_MAX_BYTES, { name: 'keys', maxBytesSaid: 'MB' }, log) : null;
   const feed = new SnapshotFeed(snapshotPath, clock, log, o.historyS ?? DEFAULT_HISTORY_S, o.follow, o.historyExactS ?? DEFAULT_HISTORY_EXACT_S);
   const keys = new KeysFeed(keysPath, keysOrigin?.url ?? keysPath, log, o.follow);
   const cache = new ResponseCache(o.cacheBytes ?? DEFAULT_CACHE_BYTES);
@@ -165,11 +164,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const state = o.state ? new StateFile(o.state, memory, clock, log) : null;
   state?.load();
   // Usage of keys from an earlier day whose windows have passed is dropped hourly.
-  const pruner = setInterval(() => {
-    let longestWindowS = 0;
-    for (const k of keys.table.entries.values()) longestWindowS = Math.max(longestWindowS, k.limits.windowS ?? 0);
-    memory.prune(clock.nowMs(), clock.monotonicMs(), longestWindowS * 1000);
-  }, 3600_000);
+  const pruner = setInterval(() => memory.prune(clock.nowMs(), clock.monotonicMs(), keys.table.longestWindowS * 1000), 3600_000);
   pruner.unref();
   const life: Lifecycle = { draining: false, limiter: redis, origin, keysOrigin, listener: null, tls: null };
   // A renewed certificate gets an app of its own, which takes the port over (docs/operations.md, HTTPS).

@@ -1,14 +1,17 @@
-import { readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { messageOf } from '../core/errors.js';
 import { FollowedFile, type FollowOptions } from '../core/follow-file.js';
 import type { Logger } from '../core/log.js';
 import { KeyTable } from './keys.js';
+import { readKeysOffThread } from './keys-thread.js';
 
 /**
  * The keys file, followed like the snapshot (a file downloaded from an
  * origin is followed where it is downloaded to). An invalid version is
  * rejected whole and the keys in force stay; an edit takes effect within the
- * poll interval at worst (1 s by default), without a restart.
+ * poll interval at worst (1 s by default), without a restart. Each version is
+ * read on a thread of its own: the requests of the keys in force are
+ * answered meanwhile.
  */
 export class KeysFeed extends FollowedFile {
   table: KeyTable = KeyTable.empty();
@@ -21,24 +24,24 @@ export class KeysFeed extends FollowedFile {
     super(path, options);
   }
 
-  protected load(path: string): void {
+  protected async load(path: string): Promise<void> {
     try {
-      this.table = KeyTable.parse(readFileSync(path, 'utf8'));
+      this.table = new KeyTable(await readKeysOffThread(path));
       this.lastError = null;
       this.loadedAtMs = Date.now();
-      this.log.info({ event: 'keys_loaded', file: this.source, keys: this.table.entries.size }, 'keys loaded');
+      this.log.info({ event: 'keys_loaded', file: this.source, keys: this.table.size }, 'keys loaded');
       // Keys in plain text that any user of the host may read: the operator is told (`sha256` entries hold no secret).
       if (this.table.plainKeys > 0 && (statSync(path).mode & 0o004) !== 0) {
         this.log.warn({ event: 'keys_file_readable', file: this.source, plain_keys: this.table.plainKeys }, `the keys file holds ${this.table.plainKeys} keys in plain text and every user of the host may read it: chmod o-r it, or list the keys by sha256`);
       }
     } catch (err) {
       this.lastError = messageOf(err);
-      this.log.error({ event: 'keys_rejected', file: this.source, reason: this.lastError, keys_in_force: this.table.entries.size }, 'keys file rejected; the keys in force stay');
+      this.log.error({ event: 'keys_rejected', file: this.source, reason: this.lastError, keys_in_force: this.table.size }, 'keys file rejected; the keys in force stay');
     }
   }
 
   protected missing(unreadable: string | null): void {
     this.lastError = unreadable === null ? 'keys file is missing' : `keys file cannot be read: ${unreadable}`;
-    this.log.warn({ event: unreadable === null ? 'keys_missing' : 'keys_unreadable', file: this.source, reason: this.lastError, keys_in_force: this.table.entries.size }, `${this.lastError}; the keys in force stay`);
+    this.log.warn({ event: unreadable === null ? 'keys_missing' : 'keys_unreadable', file: this.source, reason: this.lastError, keys_in_force: this.table.size }, `${this.lastError}; the keys in force stay`);
   }
 }

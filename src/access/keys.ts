@@ -98,6 +98,97 @@ function whereInText(text: string, message: string): string {
 
 const orDefault = (v: number | null | undefined, d: number | null): number | null => (v === undefined ? d : v);
 
+/** The most keys a keys file may hold (docs/operations.md, Keys). */
+export const MAX_KEYS = 2_000_000;
+/** The largest keys file read or downloaded: two million keys by hash take about 200 MB. */
+export const KEYS_FILE_MAX_BYTES = 256 * 1024 * 1024;
+
+/** The limits of a key, four numbers a key, null as this. */
+const NO_LIMIT = -1;
+const DISABLED = 1;
+
+/**
+ * A keys file as a few typed arrays, made off the event loop (keys-thread.ts)
+ * and handed over without a copy: the keys' SHA-256 digests sorted, and what
+ * each entry says beside them. Position p of every array is the p-th digest
+ * in order.
+ */
+export interface KeysData {
+  count: number;
+  /** 32 bytes a key, ascending. */
+  ids: Uint8Array;
+  /** Expiry in ms since the epoch, NaN for none. */
+  expires: Float64Array;
+  /** perWindow, windowS, daily, subnets of each key; NO_LIMIT for null. */
+  limits: Float64Array;
+  flags: Uint8Array;
+  /** Each key's name as UTF-8 in `names`, from offsets[p] to offsets[p + 1]; empty for none. */
+  nameOffsets: Uint32Array;
+  names: Uint8Array;
+  /** Position of the key at each index of the file, to list them in the file's order. */
+  positions: Uint32Array;
+  /** Entries given as the key itself (`key`), not its hash. */
+  plainKeys: number;
+}
+
+/** The buffers of `data`, to transfer them from the thread that made it. */
+export const keysDataBuffers = (d: KeysData): ArrayBuffer[] =>
+  [d.ids, d.expires, d.limits, d.flags, d.nameOffsets, d.names, d.positions].map((a) => a.buffer as ArrayBuffer);
+
+/** Parses and validates a keys file's text; throws E_KEYS_INVALID naming the bad entry. */
+export function parseKeys(text: string): KeysData {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw new CodedError('E_KEYS_INVALID', `keys file is not valid JSON${whereInText(text, (err as Error).message)}`);
+  }
+  if (!validateKeysFile(doc)) throw new CodedError('E_KEYS_INVALID', `keys file rejected: ${describeError(doc)}`);
+  const raws = doc.keys;
+  const n = raws.length;
+  if (n > MAX_KEYS) throw new CodedError('E_KEYS_INVALID', `keys file rejected: ${n} keys, more than the ${MAX_KEYS} a file may hold`);
+  const hex = raws.map((raw) => (raw.sha256 !== undefined ? raw.sha256.toLowerCase() : sha256Hex(raw.key!)));
+  const order = Array.from({ length: n }, (_, i) => i);
+  order.sort((a, b) => (hex[a] < hex[b] ? -1 : hex[a] > hex[b] ? 1 : a - b));
+  // The first entry, in the file's order, that is wrong: a key seen before, or a date that is none.
+  let repeat = n;
+  for (let p = 1; p < n; p++) if (hex[order[p]] === hex[order[p - 1]]) repeat = Math.min(repeat, order[p]);
+  const expiresAt = raws.map((raw) => (raw.expires_at === undefined ? NaN : Date.parse(raw.expires_at)));
+  const badDate = raws.findIndex((raw, i) => raw.expires_at !== undefined && Number.isNaN(expiresAt[i]));
+  if (repeat < n && (badDate < 0 || repeat <= badDate)) throw new CodedError('E_KEYS_INVALID', `keys file rejected: keys[${repeat}] repeats an earlier key`);
+  if (badDate >= 0) throw new CodedError('E_KEYS_INVALID', `keys file rejected: keys[${badDate}] expires_at is not a valid date`);
+
+  const d: KeysData = {
+    count: n,
+    ids: new Uint8Array(n * 32),
+    expires: new Float64Array(n),
+    limits: new Float64Array(n * 4),
+    flags: new Uint8Array(n),
+    nameOffsets: new Uint32Array(n + 1),
+    names: new Uint8Array(raws.reduce((sum, raw) => sum + (raw.name === undefined ? 0 : Buffer.byteLength(raw.name)), 0)),
+    positions: new Uint32Array(n),
+    plainKeys: raws.filter((raw) => raw.key !== undefined).length,
+  };
+  const names = Buffer.from(d.names.buffer, d.names.byteOffset, d.names.byteLength);
+  const ids = Buffer.from(d.ids.buffer, d.ids.byteOffset, d.ids.byteLength);
+  let offset = 0;
+  for (let p = 0; p < n; p++) {
+    const i = order[p];
+    const raw = raws[i];
+    d.positions[i] = p;
+    ids.write(hex[i], p * 32, 'hex');
+    d.expires[p] = expiresAt[i];
+    d.flags[p] = raw.disabled === true ? DISABLED : 0;
+    const l = raw.limits ?? {};
+    const set = [orDefault(l.per_window, DEFAULT_LIMITS.perWindow), orDefault(l.window_s, DEFAULT_LIMITS.windowS), orDefault(l.daily, DEFAULT_LIMITS.daily), orDefault(l.subnets, DEFAULT_LIMITS.subnets)];
+    for (let k = 0; k < 4; k++) d.limits[p * 4 + k] = set[k] ?? NO_LIMIT;
+    d.nameOffsets[p] = offset;
+    if (raw.name !== undefined) offset += names.write(raw.name, offset, 'utf8');
+  }
+  d.nameOffsets[n] = offset;
+  return d;
+}
+
 /** The keys in force: lookup is by the SHA-256 of the presented key, never by comparing keys. */
 export class KeyTable {
   /**
@@ -106,60 +197,97 @@ export class KeyTable {
    * table; a new table starts empty.
    */
   private readonly known = new Map<string, KeyEntry>();
+  /** Entries made so far, by position: one object per key, made when first asked for. */
+  private readonly made = new Map<number, KeyEntry>();
+  private readonly ids: Buffer;
+  private longest: number | null = null;
 
-  /** `plainKeys`: entries given as the key itself (`key`), not its hash. */
-  constructor(readonly entries: ReadonlyMap<string, KeyEntry>, readonly plainKeys = 0) {}
-
-  static empty(): KeyTable {
-    return new KeyTable(new Map());
+  constructor(private readonly data: KeysData) {
+    this.ids = Buffer.from(data.ids.buffer, data.ids.byteOffset, data.ids.byteLength);
   }
 
-  /** Parses and validates a keys file's text; throws E_KEYS_INVALID naming the bad entry. */
+  static empty(): KeyTable {
+    return new KeyTable(parseKeys('{"keys":[]}'));
+  }
+
   static parse(text: string): KeyTable {
-    let doc: unknown;
-    try {
-      doc = JSON.parse(text);
-    } catch (err) {
-      throw new CodedError('E_KEYS_INVALID', `keys file is not valid JSON${whereInText(text, (err as Error).message)}`);
+    return new KeyTable(parseKeys(text));
+  }
+
+  get size(): number {
+    return this.data.count;
+  }
+
+  /** Entries given as the key itself, not its hash. */
+  get plainKeys(): number {
+    return this.data.plainKeys;
+  }
+
+  /** The longest window of a per-window limit, in seconds (0 without one). */
+  get longestWindowS(): number {
+    if (this.longest === null) {
+      let most = 0;
+      for (let p = 0; p < this.data.count; p++) if (this.data.limits[p * 4 + 1] > most) most = this.data.limits[p * 4 + 1];
+      this.longest = most;
     }
-    if (!validateKeysFile(doc)) throw new CodedError('E_KEYS_INVALID', `keys file rejected: ${describeError(doc)}`);
-    const entries = new Map<string, KeyEntry>();
-    doc.keys.forEach((raw, index) => {
-      const id = raw.sha256 !== undefined ? raw.sha256.toLowerCase() : sha256Hex(raw.key!);
-      if (entries.has(id)) throw new CodedError('E_KEYS_INVALID', `keys file rejected: keys[${index}] repeats an earlier key`);
-      let expiresAtMs: number | null = null;
-      if (raw.expires_at !== undefined) {
-        expiresAtMs = Date.parse(raw.expires_at);
-        if (Number.isNaN(expiresAtMs)) throw new CodedError('E_KEYS_INVALID', `keys file rejected: keys[${index}] expires_at is not a valid date`);
-      }
-      const l = raw.limits ?? {};
-      entries.set(id, {
-        id,
-        label: raw.name ?? id.slice(0, 8),
-        name: raw.name ?? null,
-        disabled: raw.disabled === true,
-        expiresAtMs,
-        limits: {
-          perWindow: orDefault(l.per_window, DEFAULT_LIMITS.perWindow),
-          windowS: orDefault(l.window_s, DEFAULT_LIMITS.windowS),
-          daily: orDefault(l.daily, DEFAULT_LIMITS.daily),
-          subnets: orDefault(l.subnets, DEFAULT_LIMITS.subnets),
-        },
-      });
-    });
-    return new KeyTable(entries, doc.keys.filter((raw) => raw.key !== undefined).length);
+    return this.longest;
+  }
+
+  /** The entry of a key's hex SHA-256. */
+  get(id: string): KeyEntry | undefined {
+    const p = this.positionOf(Buffer.from(id, 'hex'));
+    return p < 0 ? undefined : this.entryAt(p);
+  }
+
+  /** Every entry, in the file's order. */
+  *values(): IterableIterator<KeyEntry> {
+    for (let i = 0; i < this.data.count; i++) yield this.entryAt(this.data.positions[i]);
   }
 
   /** The entry of a presented key if it is known, enabled and not expired at `nowMs`. */
   find(presented: string, nowMs: number): KeyEntry | null {
     let entry = this.known.get(presented);
     if (!entry) {
-      entry = this.entries.get(sha256Hex(presented));
-      if (!entry) return null;
+      const p = this.positionOf(hash('sha256', presented, 'buffer') as unknown as Buffer);
+      if (p < 0) return null;
+      entry = this.entryAt(p);
       this.known.set(presented, entry);
     }
     if (entry.disabled) return null;
     if (entry.expiresAtMs !== null && nowMs >= entry.expiresAtMs) return null;
     return entry;
+  }
+
+  private positionOf(digest: Buffer): number {
+    if (digest.length !== 32) return -1;
+    let lo = 0;
+    let hi = this.data.count - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const c = this.ids.compare(digest, 0, 32, mid * 32, mid * 32 + 32);
+      if (c === 0) return mid;
+      if (c < 0) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  }
+
+  private entryAt(p: number): KeyEntry {
+    let e = this.made.get(p);
+    if (e) return e;
+    const d = this.data;
+    const id = this.ids.toString('hex', p * 32, p * 32 + 32);
+    const name = d.nameOffsets[p + 1] > d.nameOffsets[p] ? Buffer.from(d.names.buffer, d.names.byteOffset, d.names.byteLength).toString('utf8', d.nameOffsets[p], d.nameOffsets[p + 1]) : null;
+    const limit = (k: number): number | null => (d.limits[p * 4 + k] === NO_LIMIT ? null : d.limits[p * 4 + k]);
+    e = {
+      id,
+      label: name ?? id.slice(0, 8),
+      name,
+      disabled: (d.flags[p] & DISABLED) !== 0,
+      expiresAtMs: Number.isNaN(d.expires[p]) ? null : d.expires[p],
+      limits: { perWindow: limit(0), windowS: limit(1), daily: limit(2), subnets: limit(3) },
+    };
+    this.made.set(p, e);
+    return e;
   }
 }

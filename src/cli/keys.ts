@@ -109,7 +109,7 @@ function list(args: string[]): void {
   const now = Date.now();
   const limit = (v: number | null): string => (v === null ? 'unlimited' : String(v));
   const rows = file.keys.map((raw) => {
-    const e = table.entries.get(idOf(raw))!;
+    const e = table.get(idOf(raw))!;
     const status = e.disabled ? 'disabled' : e.expiresAtMs !== null && now >= e.expiresAtMs ? 'expired' : 'active';
     const l = e.limits;
     return [e.id.slice(0, 8), e.name ?? '-', status, e.expiresAtMs === null ? '-' : formatIsoOffset(e.expiresAtMs),

@@ -11,7 +11,7 @@ export function healthReport(feed: SnapshotFeed, keys: KeysFeed, life: Lifecycle
   // The keys in force, and what the snapshot origin and a shared limiter say, when there are any (README, Several instances).
   const keysError = keys.lastError ?? life.keysOrigin?.lastError ?? null;
   const extra = {
-    keys: { source: keys.source, loaded_at: keys.loadedAtMs === null ? null : formatIsoOffset(keys.loadedAtMs), count: keys.table.entries.size, last_error: keysError },
+    keys: { source: keys.source, loaded_at: keys.loadedAtMs === null ? null : formatIsoOffset(keys.loadedAtMs), count: keys.table.size, last_error: keysError },
     ...(o ? { origin: { url: o.url, downloads: o.downloads, not_modified: o.notModified, last_error: o.lastError } } : {}),
     ...(life.tls
       ? { tls: { subject: life.tls.current.subject, not_after: formatIsoOffset(life.tls.current.notAfterMs), loaded_at: formatIsoOffset(life.tls.loadedAtMs), last_error: life.tls.lastError } }

@@ -88,7 +88,7 @@ export class Metrics {
     gauge('proxylist_accept_paused', '1 while new connections are refused for want of file descriptors', () => (life.listener?.paused ? 1 : 0));
     counterFrom({ name: 'proxylist_accept_pauses_total', help: 'Times accepting stopped for want of file descriptors' }, () => life.listener?.pauses ?? 0);
     gauge('proxylist_draining', '1 from SIGTERM until the instance stops', () => (life.draining ? 1 : 0));
-    gauge('proxylist_keys_loaded', 'Keys in force', () => keys.table.entries.size);
+    gauge('proxylist_keys_loaded', 'Keys in force', () => keys.table.size);
     const origins = { snapshot: () => life.origin, keys: () => life.keysOrigin };
     new Gauge({
       name: 'proxylist_origin_failing', help: '1 while the last poll of the http(s) origin of the snapshot or the keys failed (what is in force stays); 0 otherwise, or without an origin', labelNames: ['what'], registers,

@@ -8,7 +8,7 @@ import { civilFromDays, serviceDay } from '../core/service-time.js';
  * instance's). A key shows as the first 8 hex of its SHA-256, never itself.
  */
 export async function usageReport(table: KeyTable, limiter: Limiter, kind: 'memory' | 'redis', nowMs: number): Promise<string> {
-  const entries = [...table.entries.values()];
+  const entries = [...table.values()];
   const usage = await limiter.usage(entries, nowMs);
   const { y, m, d } = civilFromDays(serviceDay(nowMs));
   const day = `${y}-${String(m).padStart(2, '0')}-${String(d).padStart(2, '0')}`;
