@@ -2,6 +2,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
+import { get as getTls } from 'node:https';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -97,6 +98,8 @@ export interface WrkOptions {
   headers?: Record<string, string>;
   /** Names the paths file, for runs side by side in one folder. */
   tag?: string;
+  /** HTTPS instead of plain HTTP. */
+  https?: boolean;
 }
 
 function wrkArgs(port: number, paths: readonly string[], duration: string, workDir: string, o: WrkOptions): { args: string[]; env: NodeJS.ProcessEnv } {
@@ -106,7 +109,7 @@ function wrkArgs(port: number, paths: readonly string[], duration: string, workD
   const pacing = o.rate ? { DELAY_MS: String((connections * 1000) / o.rate) } : {};
   const headers = Object.entries(o.headers ?? {}).flatMap(([k, v]) => ['-H', `${k}: ${v}`]);
   return {
-    args: ['-c', LOAD_CORE, 'wrk', '-t', '1', '-c', String(connections), '-d', duration, '--timeout', '30s', ...headers, '-s', WRK_LUA, `http://127.0.0.1:${port}`],
+    args: ['-c', LOAD_CORE, 'wrk', '-t', '1', '-c', String(connections), '-d', duration, '--timeout', '30s', ...headers, '-s', WRK_LUA, `${o.https ? 'https' : 'http'}://127.0.0.1:${port}`],
     env: { ...process.env, PATHS: file, ...pacing },
   };
 }
@@ -179,12 +182,12 @@ const SERVED_HEADERS = ['content-type', 'cache-control', 'vary', 'content-dispos
  * Accept-Encoding), keeps each body in a file of `dir`, and writes the
  * index a ceiling reads; returns the captures and the index's path.
  */
-export async function captureBodies(port: number, paths: readonly string[], dir: string, requestHeaders: Record<string, string> = {}): Promise<{ captured: Captured[]; index: string }> {
+export async function captureBodies(port: number, paths: readonly string[], dir: string, requestHeaders: Record<string, string> = {}, https = false): Promise<{ captured: Captured[]; index: string }> {
   const captured: Captured[] = [];
   for (const [i, path] of paths.entries()) {
     const body = await new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; bytes: Buffer }>((resolve, reject) => {
-      // node:http, which leaves an encoded body as it came.
-      get(`http://127.0.0.1:${port}${path}`, { agent: false, headers: requestHeaders }, (res) => {
+      // node:http, which leaves an encoded body as it came; over HTTPS, the bench's own certificate is not checked.
+      (https ? getTls : get)(`${https ? 'https' : 'http'}://127.0.0.1:${port}${path}`, { agent: false, headers: requestHeaders, rejectUnauthorized: false }, (res) => {
         const parts: Buffer[] = [];
         res.on('data', (d: Buffer) => parts.push(d));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, bytes: Buffer.concat(parts) }));

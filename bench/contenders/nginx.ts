@@ -7,9 +7,10 @@ import { startPinned, type Captured } from '../harness.js';
  * What an operator could run instead: nginx (Debian's nginx-light), one
  * worker on the server's core, serving the bodies the server answered, from
  * pre-rendered files chosen by the query string; sendfile, an open-file
- * cache and long keep-alive.
+ * cache and long keep-alive. With `tls`, over HTTPS with that certificate,
+ * TLS 1.2 and 1.3, as the server speaks it.
  */
-export function startNginx(captured: readonly Captured[], port: number, dir: string): ChildProcess {
+export function startNginx(captured: readonly Captured[], port: number, dir: string, tls?: { cert: string; key: string }): ChildProcess {
   const root = join(dir, 'www');
   mkdirSync(join(dir, 'logs'), { recursive: true });
   mkdirSync(root, { recursive: true });
@@ -51,7 +52,8 @@ http {
 ${map.join('\n')}
   }
   server {
-    listen 127.0.0.1:${port};
+    listen 127.0.0.1:${port}${tls ? ' ssl' : ''};
+    ${tls ? `ssl_certificate ${tls.cert}; ssl_certificate_key ${tls.key}; ssl_protocols TLSv1.2 TLSv1.3;` : ''}
     root ${root};
     location = /api { try_files $body =404; }
   }

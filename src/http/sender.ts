@@ -196,10 +196,21 @@ export class Sender {
     this.pending.add(o);
     ex.onAbort(() => this.finish(o));
     this.pusher ??= setInterval(() => this.pushAll(), PUSH_INTERVAL_MS).unref();
-    // Written in the next pass over the queue, in turn with the others.
+    // The socket takes more: written now, for one pass's time at most, and the rest in turn with the others.
     res.onWritable(() => {
-      if (!ex.aborted && this.pending.has(o)) this.enqueue(o);
-      return true;
+      if (ex.aborted || !this.pending.has(o)) return true;
+      if (o.head !== null) {
+        this.enqueue(o);
+        return true;
+      }
+      // What was written here is what the socket said: a write that failed
+      // keeps it watching for the next writable event. Over TLS that is the
+      // only way it comes: a write left to a later turn of the event loop,
+      // and failing there, was not watched for again.
+      o.wroteAtMs = performance.now();
+      const [ok, finished] = this.sendRest(o, res.getWriteOffset(), o.wroteAtMs + PASS_MS);
+      if (finished) this.finish(o);
+      return ok;
     });
   }
 

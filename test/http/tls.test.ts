@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { Agent } from 'node:https';
 import { connect as connectTcp } from 'node:net';
@@ -7,6 +8,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { TestAuthority } from '../helpers/certificates.js';
+import { needCommand } from '../helpers/cli.js';
 import { metricValue, readRaw } from '../helpers/http-read.js';
 import { captureLog } from '../helpers/log.js';
 import { TEST_KEY, eventually, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
@@ -86,6 +88,24 @@ https('every route answers over HTTPS as over plain HTTP, byte for byte: txt, JS
   }
   const big = await readRaw(ctx.secure.server.port, api('get=json&time=100000'), { tls: tlsOf(ctx) });
   assert.ok(big.body.length > 2_000_000, `a big body (${big.body.length} bytes) arrives whole`);
+});
+
+https('a client that reads slower than the socket takes (curl --limit-rate) gets its big body whole, at its own pace, byte for byte', async (ctx) => {
+  needCommand('curl', 'curl');
+  const path = api('get=json&time=100000');
+  const plain = await readRaw(ctx.plain.server.port, path);
+  const port = ctx.secure.server.port;
+  const out = join(ctx.dir, 'slow.json');
+  // 8 MB/s: the socket fills, and the rest goes out on writable events, which over TLS must be watched for as over plain HTTP.
+  const started = performance.now();
+  // Not spawnSync: the server answers from this process's event loop.
+  const run = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
+    execFile('curl', ['-sS', '--limit-rate', '8M', '--max-time', '20', '--cacert', ctx.authority.ca, '--resolve', `localhost:${port}:127.0.0.1`, '-o', out, '-w', '%{http_code}', `https://localhost:${port}${path}`], (_err, stdout, stderr) => resolve({ stdout, stderr })));
+  const ms = performance.now() - started;
+  assert.is(run.stdout, '200', run.stderr);
+  assert.ok(readFileSync(out).equals(plain.body), `the same ${plain.body.length} bytes`);
+  const atPace = (plain.body.length / (8 * 1024 * 1024)) * 1000;
+  assert.ok(ms < atPace * 2 + 1000, `read in ${Math.round(ms)} ms, at 8 MB/s ${Math.round(atPace)} ms`);
 });
 
 https('since and wait over HTTPS: a held request is answered on a new snapshot', async (ctx) => {
