@@ -1,5 +1,5 @@
 /**
- * Several instances (README, Several instances), on this machine:
+ * Several instances (docs/several-instances.md), on this machine:
  * - S1: the unlimited-key small-answer mix, one instance with --limiter
  *   redis:// against one with the memory limiter (alternating runs);
  * - S2: 10,000 keys at the default limits (2 per 5 s), the same two
@@ -15,7 +15,7 @@
  *   (and three replicas) made from deploy/redis-cluster.conf; how the
  *   FCALLs spread over the primaries, and what each costs its primary.
  *   Every Redis shares the load core here, so the Cluster shows its spread
- *   and its cost, not its capacity (README, Several instances).
+ *   and its cost, not its capacity (docs/several-instances.md).
  * Instances on core 0; wrk, haproxy and Redis on core 1.
  * Run: npm run bench:cluster
  */

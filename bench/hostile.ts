@@ -1,6 +1,6 @@
 /**
  * Hostile clients against a server with the default options and 200,000
- * records (the README's memory bound):
+ * records (the memory bound of docs/operations.md):
  * - H1: 24 snapshot swaps, one cache-busted query after each: RSS growth;
  * - H2: 60 distinct large JSON bodies read to 90% and then held 20 s: peak
  *   RSS, and the p99 of small queries asked meanwhile;
@@ -32,7 +32,7 @@ const smallLatencies = (base: string, path: string, ms: number): Promise<number[
   });
 const recordsArg = process.argv.indexOf('--records');
 const RECORDS = recordsArg > 0 ? Number(process.argv[recordsArg + 1]) : 200_000;
-/** The README's worst case for these options (Memory, hostile clients and secrets), no reader without room in the budget. */
+/** The worst case for these options (docs/operations.md, Memory, hostile clients and secrets), no reader without room in the budget. */
 const readmeBoundMb = (): number => Math.round(108 + 0.22 * (RECORDS / 1000) + 10 + 0.22 * (RECORDS / 1000) + 1.2 * (CACHE_MB + BODIES_MB) + 40 + 36);
 const CACHE_MB = 128;
 const BODIES_MB = 512;

@@ -1,5 +1,5 @@
 /**
- * The two stacks the service runs on (README, Where it runs), in one run:
+ * The two stacks the service runs on (docs/operations.md, Where it runs), in one run:
  * Node 20 with uWebSockets.js v20.30 (this process's Node, on a C library
  * too old for v20.57) and Node 24 with v20.57 (the binary given, such as
  * `.ci/node24` prepares). Each serves the small answers (`SMALL_MIX`) beside

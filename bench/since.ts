@@ -1,5 +1,5 @@
 /**
- * Change sets (README, Changes since a cursor), with the defaults:
+ * Change sets (docs/api.md, Keeping a list), with the defaults:
  * - exactness: a million records, then a snapshot where 3% of them changed
  *   (ping, works, checked now), 1% left and 1% arrived. For six selections,
  *   the change set against the true difference of the two full lists,
@@ -15,7 +15,7 @@
  *   each with a selection of its own (works=95&ping=1 ... ping=1000), over
  *   200,000 records, then a snapshot in which every record changed: the
  *   slowest /health meanwhile, when the last held request got its change
- *   set, the peak RSS against the README's bound, and the worst event-loop
+ *   set, the peak RSS against the bound of docs/operations.md, and the worst event-loop
  *   delay the server saw.
  * Run: npm run bench:since [-- --records N] [-- --only exact|history|held|distinct]
  */
@@ -310,7 +310,7 @@ async function heldOnFifty(): Promise<Record<string, unknown>> {
   }
 }
 
-/** The README's memory bound with the defaults, in MB, for `records` (README, Memory). */
+/** The memory bound of docs/operations.md with the defaults, in MB, for `records` (docs/operations.md, Memory, hostile clients and secrets). */
 const readmeBoundMb = (records: number): number => 108 + 0.22 * (records / 1000) + (10 + 0.22 * (records / 1000)) + 1.2 * (128 + 512) + 40 + 36;
 
 const rssMb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;

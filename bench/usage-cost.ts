@@ -1,5 +1,5 @@
 /**
- * What GET /usage costs Redis (README, Several instances): one instance with
+ * What GET /usage costs Redis (docs/several-instances.md): one instance with
  * --limiter redis:// and 10,000 limited keys, each used once; then /usage
  * asked 20 times. Reported: the time of each answer, the read-only FCALLs
  * each one made and the microseconds Redis spent on them (INFO

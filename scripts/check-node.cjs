@@ -1,6 +1,6 @@
 'use strict';
 /**
- * The Node.js lines the service runs on (README, Where it runs), as
+ * The Node.js lines the service runs on (docs/operations.md, Where it runs), as
  * package.json's engines.node says: `proxylist` and `npm start` stop at
  * once, with one line, on any other. Plain JavaScript, run before anything
  * is built.

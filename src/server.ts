@@ -218,7 +218,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   let stopping: Promise<void> | null = null;
   const stop = (drain = true): Promise<void> =>
     (stopping ??= (async () => {
-      // Draining (README, Several instances): /health says so at once, and requests are served on for a while, so that a balancer moves away first.
+      // Draining (docs/several-instances.md): /health says so at once, and requests are served on for a while, so that a balancer moves away first.
       life.draining = true;
       waiters.answerAll();
       const drainMs = drain ? (o.drainS ?? DEFAULT_DRAIN_S) * 1000 : 0;

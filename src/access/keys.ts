@@ -86,7 +86,7 @@ function describeError(doc: unknown): string {
 /**
  * Where JSON.parse stopped, as a line and column, from the position its
  * message gives: never the message itself, which quotes the text around
- * that place, and so perhaps part of a key (README, Memory, hostile clients and secrets).
+ * that place, and so perhaps part of a key (docs/operations.md, Memory, hostile clients and secrets).
  */
 function whereInText(text: string, message: string): string {
   const m = /position (\d+)/.exec(message);

@@ -31,8 +31,8 @@ export interface DailyState {
 }
 
 /**
- * The usage limits of the README (Usage limits), per key: in this process's memory, or
- * shared by several instances in Redis (README, Several instances). An admission is
+ * The usage limits (docs/api.md, Usage limits), per key: in this process's memory, or
+ * shared by several instances in Redis (docs/several-instances.md). An admission is
  * decided at once when the limiter can (always in memory), or later, after
  * a round trip.
  */
@@ -43,7 +43,7 @@ export interface UsageToday {
 }
 
 export interface Limiter {
-  /** The limit checks of the README's Errors: subnet, frequency, daily; counts the request only if all pass. */
+  /** The limit checks of the errors of docs/api.md: subnet, frequency, daily; counts the request only if all pass. */
   admit(key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict | Promise<Verdict>;
   /** What the key has left, for verdicts that do not carry it; null when not known. */
   allowance(key: KeyEntry, nowMs: number, monoMs: number): Allowance | null;

@@ -24,7 +24,7 @@ export interface ClusterLinkOptions {
 }
 
 /**
- * The limiter's connections to a Redis Cluster (README, Several instances):
+ * The limiter's connections to a Redis Cluster (docs/several-instances.md):
  * the slot map from CLUSTER SLOTS, one connection per primary (replicas are
  * never written to), each command sent to the primary that owns its slot.
  * MOVED updates the map and sends the command once more where it points;

@@ -1,9 +1,9 @@
 /**
- * The Redis Functions of the limiter (README, Several instances), loaded
+ * The Redis Functions of the limiter (docs/several-instances.md), loaded
  * with FUNCTION LOAD REPLACE.
  *
  * `admit`: one FCALL reads the time on the Redis server, checks the subnet,
- * frequency and daily limits in the order of the README's Errors, and
+ * frequency and daily limits in the order of the errors of docs/api.md, and
  * changes the state only when all three pass, and only before the
  * instance's deadline: a command that Redis runs after the instance gave up
  * waiting for it (and answered 503) must not count.

@@ -42,8 +42,8 @@ export interface RedisLimiterOptions {
 }
 
 /**
- * The limits of the README (Usage limits) shared by every instance that uses one Redis
- * (README, Several instances): one FCALL per admission, the time read inside Redis.
+ * The limits (docs/api.md, Usage limits) shared by every instance that uses one Redis
+ * (docs/several-instances.md): one FCALL per admission, the time read inside Redis.
  *
  * Decided here without a round trip: keys without limits; refusals, which
  * are remembered per key and subnet until their retry time (exact, since
@@ -118,7 +118,7 @@ export class RedisLimiter implements Limiter {
     await Promise.all([this.client.close(), this.cluster?.close(), this.sentinel?.close()]);
   }
 
-  /** One Redis, a Cluster, or a primary named by Sentinels (README, Several instances). */
+  /** One Redis, a Cluster, or a primary named by Sentinels (docs/several-instances.md). */
   get mode(): 'single' | 'cluster' | 'sentinel' {
     return this.cluster ? 'cluster' : this.sentinel ? 'sentinel' : 'single';
   }

@@ -13,7 +13,7 @@ export interface SentinelWatchOptions {
 const POLL_MS = 1000;
 
 /**
- * The Sentinels of the limiter's primary (README, Several instances): asked
+ * The Sentinels of the limiter's primary (docs/several-instances.md): asked
  * for the primary's address before each connection to it and every
  * POLL_MS, and listened to for `+switch-master` on one subscribed connection
  * per Sentinel. A Sentinel names the promoted replica as soon as it promotes

@@ -1,4 +1,4 @@
-/** Where the limiter's Redis is (README, Several instances): one server or a Cluster's seeds, or the Sentinels of a primary. */
+/** Where the limiter's Redis is (docs/several-instances.md): one server or a Cluster's seeds, or the Sentinels of a primary. */
 export type RedisTopology =
   | { kind: 'seeds'; urls: string[] }
   | { kind: 'sentinel'; sentinels: Array<{ host: string; port: number }>; name: string; primaryUrl: string };

@@ -2,7 +2,7 @@ import { constants, createBrotliCompress, createGzip, type BrotliCompress, type 
 
 export type Encoding = 'br' | 'gzip';
 
-/** Bodies shorter than this are sent as they are (README, Compressed bodies). */
+/** Bodies shorter than this are sent as they are (docs/api.md, Compressed bodies). */
 export const MIN_ENCODED_BYTES = 1024;
 
 /**

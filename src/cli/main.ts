@@ -47,7 +47,7 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-// On a Node.js the service does not run on, one line and nothing else (README, Where it runs).
+// On a Node.js the service does not run on, one line and nothing else (docs/operations.md, Where it runs).
 const { unsupported } = createRequire(import.meta.url)('../../../scripts/check-node.cjs') as { unsupported(version: string): string | null };
 const stop = unsupported(process.versions.node);
 if (stop) {

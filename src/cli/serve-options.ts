@@ -12,7 +12,7 @@ import { DEFAULT_CACHE_BYTES, DEFAULT_DRAIN_S, DEFAULT_KEYS_POLL_S, DEFAULT_METR
  * Every option of `proxylist serve`, once: its flag, its environment
  * variable (PROXYLIST_ and the flag's name), its default, how its value is
  * read, and its help line. `--help`, the environment fallbacks and the
- * README's table are all made from this list.
+ * table of docs/operations.md are all made from this list.
  */
 interface OptionSpec {
   /** The flag without its dashes. */
@@ -103,7 +103,7 @@ export function serveHelp(): string {
   ].join('\n');
 }
 
-/** The README's table of the options, in Markdown. */
+/** The table of the options in docs/operations.md, in Markdown. */
 /** Reads `args` (flags) with the environment as fallback. */
 export function readServeOptions(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): ServeOptions {
   const o = {} as ServeOptions;

@@ -4,7 +4,7 @@ import { readServeOptions, serveArgsConfig, serveHelp } from './serve-options.js
 
 export const SERVE_USAGE = 'proxylist serve --snapshot FILE|URL --keys FILE [options]   (proxylist serve --help lists them)';
 
-/** Options from the command line, each falling back to its environment variable (README, Operations). */
+/** Options from the command line, each falling back to its environment variable (docs/operations.md). */
 export function serveOptions(args: string[], env: NodeJS.ProcessEnv): ServeOptions {
   const { values } = parseOptions(args, { ...serveArgsConfig, help: { type: 'boolean', short: 'h' } });
   return readServeOptions(values, env);

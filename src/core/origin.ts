@@ -22,7 +22,7 @@ export interface OriginKind {
 }
 
 /**
- * One file for every instance (README, Several instances), the snapshot or
+ * One file for every instance (docs/several-instances.md), the snapshot or
  * the keys: an http(s) origin polled with a conditional GET every `pollS`
  * seconds. A changed file is streamed to a temporary file beside
  * `localPath` and renamed over it, so it loads exactly as a local file does

@@ -1,5 +1,5 @@
 /**
- * URLs that may carry secrets (README, Memory, hostile clients and secrets): credentials in the user
+ * URLs that may carry secrets (docs/operations.md, Memory, hostile clients and secrets): credentials in the user
  * info (`http://user:pass@origin/...`, `redis://user:pass@...`) and tokens in
  * the query string (`?token=...`). Wherever a URL is shown (logs, /health,
  * errors) it is shown masked; where it is fetched, the credentials travel

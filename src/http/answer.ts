@@ -16,7 +16,7 @@ const DOWNLOAD: Partial<Record<Get, string>> = {
   'json.file': 'attachment; filename="proxies.json"',
 };
 
-/** The fixed headers of a 200 (README, Parameters; README, ETag and wait; README, Compressed bodies), per output and content coding, built once. */
+/** The fixed headers of a 200 (docs/api.md, Parameters; docs/api.md, ETag and wait; docs/api.md, Compressed bodies), per output and content coding, built once. */
 const fixedHeaders = (get: Get, encoding: string | null): Headers => {
   const headers: Array<[string, string]> = [['Content-Type', get.startsWith('txt') ? TEXT : JSON_TYPE], ['Cache-Control', 'private, no-cache'], ['Vary', 'Accept-Encoding']];
   const disposition = DOWNLOAD[get];
@@ -34,7 +34,7 @@ export interface Validators {
   store: Store;
   /** The RateLimit fields of the key, if it has limits. */
   rate: Headers;
-  /** The cursor of a whole list or a change set (README, Changes since a cursor), and whether a change set is a reset. */
+  /** The cursor of a whole list or a change set (docs/api.md, Keeping a list), and whether a change set is a reset. */
   cursor: string | null;
   reset: boolean;
 }

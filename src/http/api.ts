@@ -67,7 +67,7 @@ export function targetTooLong(url: string, query: string | undefined): boolean {
 }
 
 /**
- * GET and HEAD /api: checks in the order of the README's Errors, then the plan and
+ * GET and HEAD /api: checks in the order of the errors of docs/api.md, then the plan and
  * its ETag; a matching If-None-Match gets its 304, or with `wait` is held
  * until the answer changes; otherwise the body from its source (the cache,
  * a production under way, or a new one), handed to the sender. Everything
@@ -78,7 +78,7 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
   const { sender } = deps;
   const codings = new Codings();
 
-  /** The checks of the README's Errors after the limits, once the limiter has decided, then the answer. */
+  /** The checks of the errors of docs/api.md after the limits, once the limiter has decided, then the answer. */
   const admitted = (ex: Exchange, memo: MemoEntry, entry: KeyEntry, verdict: Verdict, headers: RequestHeaders, nowMs: number, monoMs: number): void => {
     const allowance = !hasRateFields(entry) ? null : verdict.allowance !== undefined ? verdict.allowance : deps.limiter.allowance(entry, nowMs, monoMs);
     const rate = allowance ? rateLimitHeaders(entry, allowance) : NO_HEADERS;
@@ -113,7 +113,7 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
       if (selection.plan.wait !== null) return deps.waiters.hold(ex, memo, selection, encoding, rate);
       return deps.answers.notModified(ex, selection.plan, validators(selection, rate));
     }
-    // A change set with `wait` is held while it is empty (README, Changes since a cursor).
+    // A change set with `wait` is held while it is empty (docs/api.md, Keeping a list).
     if (selection.changes !== null && selection.plan.wait !== null && isEmpty(selection.changes)) return deps.waiters.holdChanges(ex, memo, selection, encoding, rate);
     deps.answers.ok(ex, selection, encoding, rate);
   };

@@ -68,8 +68,8 @@ export interface TlsFiles {
 
 /**
  * The service's routes, and a maker of apps that serve them: plain HTTP, or
- * HTTPS with a certificate (a renewed one gets an app of its own, README,
- * HTTPS). Every app shares the handlers and their state.
+ * HTTPS with a certificate (a renewed one gets an app of its own,
+ * docs/operations.md, HTTPS). Every app shares the handlers and their state.
  */
 export function createAppMaker(deps: AppDeps): (tls: TlsFiles | null) => TemplatedApp {
   const { log, sender, metrics: stats } = deps;

@@ -4,7 +4,7 @@ import type { HttpRequest, HttpResponse } from './uws.js';
 /**
  * Every X-Forwarded-For line of the request, in order, as one list: a proxy
  * such as haproxy appends its own line after the client's, and the
- * right-most addresses are the ones to believe (README, Usage limits).
+ * right-most addresses are the ones to believe (docs/api.md, Usage limits).
  */
 function forwardedFor(req: HttpRequest): string {
   let all = '';

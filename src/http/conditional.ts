@@ -1,5 +1,5 @@
 /**
- * Whether an `If-None-Match` header matches `etag` (README, ETag and wait): `*`, or a
+ * Whether an `If-None-Match` header matches `etag` (docs/api.md, ETag and wait): `*`, or a
  * list of entity tags compared weakly (RFC 9110 8.8.3.2: the opaque parts
  * are equal, with or without `W/`). Tags that are not well formed match
  * nothing.

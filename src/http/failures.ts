@@ -3,7 +3,7 @@ import type { LimitReason } from '../access/limiter.js';
 
 /**
  * Every failure the service answers over HTTP, once: its status line, the
- * text after `Error: ` (README, Errors), and the Retry-After it carries, if
+ * text after `Error: ` (docs/api.md, Errors), and the Retry-After it carries, if
  * any. Handlers name a failure; they never spell a status or a message.
  */
 export interface HttpFailure {

@@ -15,7 +15,7 @@ export interface Head {
 }
 
 const LINE_BREAK = /[\r\n]/;
-/** On every answer of the service (README, Pages): no browser reads a body as another type than the one it is sent as. */
+/** On every answer of the service (docs/pages.md): no browser reads a body as another type than the one it is sent as. */
 const NOSNIFF = '\r\nX-Content-Type-Options: nosniff';
 
 /**

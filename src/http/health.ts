@@ -3,12 +3,12 @@ import { formatIsoOffset } from '../core/service-time.js';
 import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
 import type { Lifecycle } from './lifecycle.js';
 
-/** The /health document (docs/operations.md; README, Several instances) and whether the service takes requests. */
+/** The /health document (docs/operations.md; docs/several-instances.md) and whether the service takes requests. */
 export function healthReport(feed: SnapshotFeed, keys: KeysFeed, life: Lifecycle): { ready: boolean; body: string } {
   const reloads = { ok: feed.reloadsOk, failed: feed.reloadsFailed, last_error: feed.lastError };
   const redis = life.limiter;
   const o = life.origin;
-  // The keys in force, and what the snapshot origin and a shared limiter say, when there are any (README, Several instances).
+  // The keys in force, and what the snapshot origin and a shared limiter say, when there are any (docs/several-instances.md).
   const keysError = keys.lastError ?? life.keysOrigin?.lastError ?? null;
   const extra = {
     keys: { source: keys.source, loaded_at: keys.loadedAtMs === null ? null : formatIsoOffset(keys.loadedAtMs), count: keys.table.size, last_error: keysError },

@@ -5,7 +5,7 @@ import type { TlsCertificates } from './tls.js';
 
 /** What /health and /metrics tell of the instance beside the snapshot. */
 export interface Lifecycle {
-  /** Stopping: the balancer is to send requests elsewhere (README, Several instances). */
+  /** Stopping: the balancer is to send requests elsewhere (docs/several-instances.md). */
   draining: boolean;
   limiter: RedisLimiter | null;
   /** The http(s) origins the snapshot and the keys are downloaded from, if any. */

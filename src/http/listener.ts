@@ -28,7 +28,7 @@ function countDescriptors(): { open: number; limit: number } | null {
 
 /**
  * The listening socket, and the file descriptors that accepting needs
- * (README, Memory, hostile clients and secrets). Once no descriptor is left, the accept of
+ * (docs/operations.md, Memory, hostile clients and secrets). Once no descriptor is left, the accept of
  * uWebSockets.js fails and is woken again at once: the process would spin
  * and say nothing. So the descriptors in use are counted, and close to the
  * limit the socket stops listening (new connections are refused) until

@@ -32,7 +32,7 @@ const FILES: ReadonlyArray<[path: string, file: string, type: string]> = [
 ];
 
 /**
- * What the pages let a browser do (README, Pages): everything from this
+ * What the pages let a browser do (docs/pages.md): everything from this
  * origin and nothing from another, no inline script (Swagger UI sets
  * styles from its script, and its stylesheet's icons are data: URLs), no
  * framing by any page, no Referer to anywhere.
@@ -58,7 +58,7 @@ const BROTLI_QUALITY = 6;
 const GZIP_LEVEL = 9;
 
 /**
- * The pages for people (README, Pages): read once at start, served from
+ * The pages for people (docs/pages.md): read once at start, served from
  * memory with an ETag and Cache-Control: no-cache (a browser asks again,
  * and gets a 304). A page is compressed in a coding the first time a
  * client accepts it, once, on the thread pool; meanwhile it goes out as it

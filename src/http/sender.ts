@@ -151,14 +151,14 @@ export class Sender {
     });
   }
 
-  /** A one-line `Error: ...` answer of the catalogue (README, Errors), with its Retry-After. */
+  /** A one-line `Error: ...` answer of the catalogue (docs/api.md, Errors), with its Retry-After. */
   error(ex: Exchange, failure: HttpFailure, extra: Headers = []): void {
     this.bytes(ex, this.errorHead(failure, extra), encoder.encode(`Error: ${failure.message}`));
   }
 
   /**
    * A one-line error after which the connection is closed: nothing that
-   * follows on it can be read as a request (README, Memory, hostile clients and secrets).
+   * follows on it can be read as a request (docs/operations.md, Memory, hostile clients and secrets).
    */
   errorAndClose(ex: Exchange, failure: HttpFailure): void {
     const body = encoder.encode(`Error: ${failure.message}`);

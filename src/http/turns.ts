@@ -3,8 +3,8 @@
  * its ETag, a change set), done one piece per turn of the event loop, in
  * order of arrival: the requests that arrived meanwhile, small answers
  * among them, are read and answered between two pieces, so no request
- * waits behind more than one other's pass (README, One answer per question
- * at a time).
+ * waits behind more than one other's pass (docs/operations.md, Memory, hostile
+ * clients and secrets).
  */
 export class Turns {
   /** In order of arrival: a Set keeps it, and drops a piece whose client left in O(1). */

@@ -3,7 +3,7 @@ import type { Limiter } from '../access/limiter.js';
 import { civilFromDays, serviceDay } from '../core/service-time.js';
 
 /**
- * The /usage document (README, Several instances): every key in force with
+ * The /usage document (docs/several-instances.md): every key in force with
  * its usage of the service day, from the limiter in use (with Redis, every
  * instance's). A key shows as the first 8 hex of its SHA-256, never itself.
  */

@@ -5,8 +5,7 @@ import type * as UWS from 'uws-v20.57';
 export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uws-v20.57';
 
 /**
- * The builds of uWebSockets.js the service can run on (README, Where it
- * runs), the first that loads wins:
+ * The builds of uWebSockets.js the service can run on (docs/operations.md, Where it runs), the first that loads wins:
  * - `uWebSockets.js`: an official build, if a deployment installed one under
  *   that name;
  * - v20.57.0: Node 20, 22, 24 and 25, on glibc 2.38 or later;
@@ -21,7 +20,7 @@ const BUILDS = [
 /**
  * The largest request head v20.57 takes before it answers 431 itself (it
  * reads this when it loads; its default is 4 KiB): request targets up to
- * the 8 KiB that answer 414 (README, Errors), and more, must reach the
+ * the 8 KiB that answer 414 (docs/api.md, Errors), and more, must reach the
  * service, which answers them.
  */
 const MAX_HEADERS_BYTES = '65536';
@@ -73,7 +72,7 @@ export function loadUws(): typeof UWS {
   }
   throw new CodedError(
     'E_UWS_FALLBACK',
-    `no build of uWebSockets.js loads natively on Node ${process.versions.node} (ABI ${process.versions.modules}), and its slow fallback is refused: ${passedOver.join('; ')}. Node.js 20, 22, 24 and 25 are supported (README, Where it runs).`,
+    `no build of uWebSockets.js loads natively on Node ${process.versions.node} (ABI ${process.versions.modules}), and its slow fallback is refused: ${passedOver.join('; ')}. Node.js 20, 22, 24 and 25 are supported (docs/operations.md, Where it runs).`,
   );
 }
 

@@ -19,7 +19,7 @@ const TICK_MS = 100;
 /**
  * The longest a pass over held groups works in one turn of the event loop
  * before it lets other requests in: a thousand held selections, each with
- * a change set to work out, never stall the service (README, Changes since a cursor).
+ * a change set to work out, never stall the service (docs/api.md, Keeping a list).
  */
 export const PASS_SLICE_MS = 4;
 
@@ -57,7 +57,7 @@ interface Group {
 }
 
 /**
- * Requests with `wait` whose If-None-Match matched (README, ETag and wait). The tags of
+ * Requests with `wait` whose If-None-Match matched (docs/api.md, ETag and wait). The tags of
  * the queries held are worked out again when a snapshot is swapped in, and
  * each time the clock enters a new second (rows leave the window then); a
  * query whose tag changed wakes its requests with the new body, produced

@@ -7,7 +7,7 @@ import type { QueryScratch } from './scratch.js';
 import { versionFilter, type Then } from './version-filter.js';
 
 /**
- * A change set (README, Changes since a cursor): the upserts are
+ * A change set (docs/api.md, Keeping a list): the upserts are
  * `scratch.rows[0..n)` in row order, the removes are keys, sorted.
  */
 export interface ChangeSet {
@@ -78,7 +78,7 @@ function textOfOrderKey(key: number): string {
 
 /**
  * The change set of `plan` (which has a cursor) from the cursor's list to
- * the list of `store` at second `nowS` (README, Changes since a cursor).
+ * the list of `store` at second `nowS` (docs/api.md, Keeping a list).
  *
  * A row whose `changedAt` is at most the cursor's snapshot has had the same
  * record since then, so it matches the filters exactly as it did, and was

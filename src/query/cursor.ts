@@ -4,7 +4,7 @@ import type { Store } from '../store/store.js';
 import type { Plan } from './plan.js';
 
 /**
- * A cursor (README, Changes since a cursor): the snapshot (its generated_at and
+ * A cursor (docs/api.md, Keeping a list): the snapshot (its generated_at and
  * the start of its content hash), the second of the answer, and a hash of the
  * selection. Written `<generated_at>.<second>.<content>.<selection>`, the
  * numbers in base 36: nothing in it depends on the process, so instances

@@ -19,7 +19,7 @@ interface Remembered {
 }
 
 /**
- * The ETags of /api answers (README, ETag and wait), worked out from the selection,
+ * The ETags of /api answers (docs/api.md, ETag and wait), worked out from the selection,
  * never from the body's bytes: a hash of the snapshot's content, the plan's
  * canonical key, and what identifies the selected rows.
  *

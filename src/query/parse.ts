@@ -19,7 +19,7 @@ export type ParseResult = { ok: true; plan: Plan } | { ok: false; message: strin
 const refuse = (message: string): ParseResult => ({ ok: false, message });
 
 /**
- * Turns the decoded parameters into a validated plan (README, Parameters), or the message of the
+ * Turns the decoded parameters into a validated plan (docs/api.md, Parameters), or the message of the
  * first invalid parameter in reading order. Nothing throws: a bad query is an ordinary answer.
  * `services` are the loaded snapshot's names, which `service` and `fields` accept.
  */

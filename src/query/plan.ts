@@ -3,7 +3,7 @@ import type { Cursor } from './cursor.js';
 /** A validated /api request: what to select and how to write it. */
 export type Get = 'txt' | 'json' | 'txt.file' | 'json.file' | 'stats';
 export type Sort = 'time' | 'ping' | 'works' | 'random';
-/** The longest `wait` a request may ask for, in seconds (README, ETag and wait). */
+/** The longest `wait` a request may ask for, in seconds (docs/api.md, ETag and wait). */
 export const MAX_WAIT_S = 60;
 
 export interface IpItem {
@@ -18,7 +18,7 @@ export interface Plan {
   /** Type codes, in first-given order, without duplicates; null = no filter. */
   types: number[] | null;
   anons: number[] | null;
-  /** Ports, in first-given order, without duplicates (README, Parameters). */
+  /** Ports, in first-given order, without duplicates (docs/api.md, Parameters). */
   ports: number[] | null;
   /** The same ports, for the check per row. */
   portSet: ReadonlySet<number> | null;
@@ -32,9 +32,9 @@ export interface Plan {
   cities: string[] | null;
   /** Service names as the snapshot spells them. */
   services: string[] | null;
-  /** Seconds to hold a request whose If-None-Match matches (README, ETag and wait); not part of the answer. */
+  /** Seconds to hold a request whose If-None-Match matches (docs/api.md, ETag and wait); not part of the answer. */
   wait: number | null;
-  /** The order (README, Parameters); null when not given, which is `time`. */
+  /** The order (docs/api.md, Parameters); null when not given, which is `time`. */
   sort: Sort | null;
   /** Entries skipped before `count` applies; null when not given. */
   offset: number | null;
@@ -52,7 +52,7 @@ export interface Plan {
   format: 'array' | 'object';
   /** JSON and stats only. */
   ips: IpItem[] | null;
-  /** The cursor a change set starts from (README, Changes since a cursor); null for a whole list. */
+  /** The cursor a change set starts from (docs/api.md, Keeping a list); null for a whole list. */
   since: Cursor | null;
 }
 

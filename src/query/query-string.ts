@@ -44,7 +44,7 @@ export function readQuery(query: string | undefined): RawParams {
       if (name === null || value === null) {
         malformed ??= name ?? query.slice(start, hasValue ? eq : end);
       } else if (value !== '') {
-        // An empty value counts as the parameter not given (README, Parameters).
+        // An empty value counts as the parameter not given (docs/api.md, Parameters).
         const list = values.get(name);
         if (list) list.push(value);
         else values.set(name, [value]);

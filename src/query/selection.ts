@@ -61,7 +61,7 @@ interface Remembered {
  * by generation, never by reference: plans outlive stores.
  */
 export class Selector {
-  /** Change sets worked out (README, Changes since a cursor). */
+  /** Change sets worked out (docs/api.md, Keeping a list). */
   changeSets = 0;
   private readonly cursors = new WeakMap<Plan, { generation: number; second: number; cursor: string }>();
   private readonly memo = new LRUCache<string, Remembered>({

@@ -7,7 +7,7 @@ import type { QueryScratch } from './scratch.js';
 /** Snapshots with at most this many services are tallied per set of services (a table of 2^n counts). */
 const MAX_MASK_BITS = 12;
 
-/** The counts of get=stats (README, Counts), over the records that match every filter. */
+/** The counts of get=stats (docs/api.md, Counts), over the records that match every filter. */
 export interface StatsCounts {
   count: number;
   /** Per type code, per anonymity code, per service index of the snapshot. */

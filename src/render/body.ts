@@ -6,7 +6,7 @@ import { containerClose, emptyContainer, jsonFrameLength, jsonRowBound, jsonRows
 import type { OutputBuffer } from './output-buffer.js';
 import { TYPE_PREFIX, UPSERT_PREFIX, renderTxt, txtLength, txtRowBound, type LinePrefix } from './txt.js';
 
-/** The effective filters of the envelope, keys in the order the README's Parameters give. */
+/** The effective filters of the envelope, keys in the order docs/api.md's Parameters give. */
 export function envelopeFilters(plan: Plan): Record<string, unknown> {
   const f: Record<string, unknown> = {};
   if (plan.types) f.type = plan.types.map((t) => TYPES[t]);
@@ -33,7 +33,7 @@ export function jsonShape(plan: Plan): JsonShape {
   return { fields: plan.fields, splitIp: plan.splitIp, pretty: plan.pretty, format: plan.format, depth: plan.wrap ? 2 : 1, typeKeys: false };
 }
 
-/** What a change set's body holds besides its upserts (README, Changes since a cursor). */
+/** What a change set's body holds besides its upserts (docs/api.md, Keeping a list). */
 export interface ChangeFrame {
   cursor: string;
   reset: boolean;

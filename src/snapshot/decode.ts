@@ -179,7 +179,7 @@ function readTopLevel(bytes: Buffer): TopLevel {
       top[key] = value.value;
       pos = value.end;
     } else {
-      pos = skipValue(bytes, pos); // unknown keys are ignored (README, The snapshot contract), however large or deep
+      pos = skipValue(bytes, pos); // unknown keys are ignored (docs/snapshot.md), however large or deep
     }
   }
   return { top, proxies, proxiesLast, end: pos };

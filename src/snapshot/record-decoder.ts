@@ -4,7 +4,7 @@ import { MAX_STRING_BYTES } from './format.js';
 
 /**
  * Reads one snapshot record straight from its MessagePack bytes into plain
- * fields, checking it against the snapshot contract (README) on the way. No object, and no
+ * fields, checking it against the snapshot contract (docs/snapshot.md) on the way. No object, and no
  * string but the city key, is made per record: a million records decode in a
  * fraction of the time (and none of the garbage) of a generic decoder.
  * The rules and the skip reasons are those of the contract, in its order.

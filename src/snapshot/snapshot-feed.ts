@@ -34,7 +34,7 @@ export class SnapshotFeed extends FollowedFile {
   /**
    * `historyS`: how long the snapshots of change sets are remembered;
    * `historyExactS`: how long the versions that make them exact are kept
-   * (README, Changes since a cursor).
+   * (docs/api.md, Keeping a list).
    */
   constructor(
     path: string,

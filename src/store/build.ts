@@ -328,7 +328,7 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
     country: inRowOrder(x.country), city: inRowOrder(x.city), services: inRowOrder(x.services),
   };
 
-  // The other orders (README, Parameters); stable passes over the row order keep it for ties.
+  // The other orders (docs/api.md, Parameters); stable passes over the row order keep it for ties.
   const rowOrder = (): Uint32Array => {
     const order = lanes[0].subarray(0, rows);
     for (let r = 0; r < rows; r++) order[r] = r;

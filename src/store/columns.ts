@@ -56,7 +56,7 @@ export interface StoreColumns {
   addrPrint: Uint32Array;
   /** Per position of byAddress, its key (see packKey), which change sets search. */
   addrKey: Float64Array;
-  /** Rows by ping ascending, and by works descending; ties in row order (README, Parameters). */
+  /** Rows by ping ascending, and by works descending; ties in row order (docs/api.md, Parameters). */
   byPing: Uint32Array;
   byWorks: Uint32Array;
   /** `ip:port\n` per row, contiguous in row order, so a run of rows is one copy. */

@@ -32,8 +32,7 @@ const SMALL_LOG_BYTES = 1024 * 1024;
 
 
 /**
- * What a store remembers of the snapshots before it (README, Changes since a
- * cursor): per row, the snapshot since which its record is the same (4
+ * What a store remembers of the snapshots before it (docs/api.md, Keeping a list): per row, the snapshot since which its record is the same (4
  * bytes a row, beside the 16 of the record's print and key in address
  * order in the columns); the snapshots of the last --history-s seconds with
  * the keys each one dropped; and the versions of the records that changed

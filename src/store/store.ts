@@ -4,7 +4,7 @@ import type { ByteStrings, StoreColumns, StoreMeta } from './columns.js';
 import { startHistory, type History } from './history.js';
 import { utf8 } from './encode.js';
 
-/** The comparison form of a city name (README, Parameters). */
+/** The comparison form of a city name (docs/api.md, Parameters). */
 export const normalizeCity = (s: string): string => s.trim().normalize('NFC').toLowerCase();
 
 function longest(strings: ByteStrings): number {

@@ -6,7 +6,7 @@ import { SERVE_OPTIONS, envName } from '../../src/cli/serve-options.js';
 import { exitWithin, freePort, runCli, runCliSync, untilReady } from '../helpers/cli.js';
 import { tempDir } from '../helpers/server.js';
 
-/** The README's table of serve options, one row per entry of SERVE_OPTIONS. */
+/** The table of serve options in docs/operations.md, one row per entry of SERVE_OPTIONS. */
 function serveOptionsMarkdown(): string {
   // A pipe inside a cell must be escaped, even in code.
   const cell = (text: string) => text.replace(/\|/g, '\\|');
@@ -98,12 +98,12 @@ test('snapshot generate reports distinct records and duplicates as inspect count
   assert.is(runCliSync(['snapshot', 'generate', '--records', '10', '--out', dir]).stderr, `proxylist: cannot write ${dir}: it is a folder\n`);
 });
 
-test('serve --help has a line per option, with its environment variable; the README\'s table is the same list', () => {
+test('serve --help has a line per option, with its environment variable; the table of docs/operations.md is the same list', () => {
   const help = runCliSync(['serve', '--help']);
   assert.is(help.status, 0, help.stderr);
   for (const spec of SERVE_OPTIONS) assert.match(help.stdout, new RegExp(`^  --${spec.name}\\b.*; env ${envName(spec.name)}$`, 'm'), spec.name);
-  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
-  assert.ok(readme.includes(serveOptionsMarkdown()), 'the README holds the options table as serve-options.ts makes it');
+  const manual = readFileSync(new URL('../../../docs/operations.md', import.meta.url), 'utf8');
+  assert.ok(manual.includes(serveOptionsMarkdown()), 'docs/operations.md holds the options table as serve-options.ts makes it');
 });
 
 test('every serve option falls back to PROXYLIST_<NAME>, and a bad value is one line naming it', () => {

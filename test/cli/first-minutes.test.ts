@@ -10,8 +10,7 @@ import { exitWithin, freePort, runCli, runCliSync, untilReady } from '../helpers
 import { eventually, tempDir } from '../helpers/server.js';
 
 /**
- * What a new user or an operator meets in the first minutes (README, Quick
- * start; README, Running it): a bad keys file stops `serve` at once, every
+ * What a new user or an operator meets in the first minutes (docs/testing.md; docs/operations.md, Running it): a bad keys file stops `serve` at once, every
  * file error is one line naming the path, Ctrl+C stops at once, and an
  * unsupported Node.js is named.
  */
@@ -94,11 +93,12 @@ test('an unsupported Node.js is named in one line, with the supported ones', () 
   assert.is(runCliSync(['--version']).status, 0);
 });
 
-test('the README tells a newcomer about HTTP/1.0 before the API, and npm pack leaves nothing for git to pick up', () => {
+test('the README tells a newcomer about HTTP/1.0 before the examples, docs/api.md at its start, and npm pack leaves nothing for git to pick up', () => {
   const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
   const section = (title: string) => readme.slice(readme.indexOf(title), readme.indexOf('\n## ', readme.indexOf(title) + 1));
   assert.match(section('## Quick start'), 'HTTP/1.0');
-  assert.match(section('## The API'), 'HTTP/1.0');
+  const api = readFileSync(new URL('../../../docs/api.md', import.meta.url), 'utf8');
+  assert.match(api.slice(0, api.indexOf('\n## ')), 'HTTP/1.0');
   const ignored = spawnSync('git', ['check-ignore', '-q', 'proxylist-0.1.0.tgz'], { cwd: new URL('../../..', import.meta.url) });
   assert.is(ignored.status, 0, 'the packed tarball is ignored');
 });

@@ -12,7 +12,7 @@ import { eventually, tempDir } from '../helpers/server.js';
 /**
  * Three instances behind haproxy with the configuration of deploy/ (its
  * ports moved to free ones), sharing one Redis: an instance stopped with
- * SIGTERM under load drains (README, Several instances) and no request fails at the client.
+ * SIGTERM under load drains (docs/several-instances.md) and no request fails at the client.
  */
 const test = suite('deploy/haproxy.cfg in front of three instances');
 

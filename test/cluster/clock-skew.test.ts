@@ -11,7 +11,7 @@ import { tempDir } from '../helpers/server.js';
 /**
  * Two instances whose clocks disagree by 6 s (run under faketime at -3 s
  * and +3 s) share one Redis: the limits hold, because their times come
- * from Redis (README, Several instances).
+ * from Redis (docs/several-instances.md).
  */
 const test = suite('clock skew between instances');
 

@@ -14,7 +14,7 @@ import { RedisServer } from '../helpers/redis.js';
 import { eventually, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 
 /**
- * One keys file for every instance (README, Several instances): a real
+ * One keys file for every instance (docs/several-instances.md): a real
  * nginx serves it to three instances that share a real redis-server, behind
  * haproxy with the configuration of deploy/.
  */

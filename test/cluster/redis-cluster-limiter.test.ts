@@ -10,7 +10,7 @@ import { RedisCluster } from '../helpers/redis-cluster.js';
 import { eventually, startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
- * The limiter on a real Redis Cluster (README, Several instances): three
+ * The limiter on a real Redis Cluster (docs/several-instances.md): three
  * primaries with a replica each, three instances seeded with one node's
  * URL; limits exact whichever primary owns a key; a primary killed affects
  * only its slots and is followed once the cluster promotes its replica.

@@ -12,7 +12,7 @@ import { UNLIMITED, eventually, startTestServer, type TestServer } from '../help
 
 /**
  * One exact limiter shared by three instances through a real redis-server
- * (README, Several instances). The instances run on the system clock: the limiter's times
+ * (docs/several-instances.md). The instances run on the system clock: the limiter's times
  * come from Redis.
  */
 const now = Math.floor(Date.now() / 1000);

@@ -7,7 +7,7 @@ import { RedisSentinels, SENTINEL_NAME } from '../helpers/redis-sentinel.js';
 import { eventually, startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
- * The limiter behind Sentinels (README, Several instances): a real primary,
+ * The limiter behind Sentinels (docs/several-instances.md): a real primary,
  * its replica and three Sentinels; three instances given the Sentinels'
  * URL. Limits exact across instances; a failover, asked for or after the
  * primary is killed, followed within 2 s of the Sentinels' switch; the

@@ -11,7 +11,7 @@ import { eventually, tempDir } from '../helpers/server.js';
 /**
  * --limiter rediss://: the instance reaches a redis-server that speaks only
  * TLS, verifying its certificate against the system's authorities and
- * NODE_EXTRA_CA_CERTS (README, Several instances). The certificates are made with openssl.
+ * NODE_EXTRA_CA_CERTS (docs/several-instances.md). The certificates are made with openssl.
  */
 const test = suite('the Redis limiter over TLS');
 

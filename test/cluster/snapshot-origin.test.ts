@@ -8,7 +8,7 @@ import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js'
 import { StaticOrigin } from '../helpers/nginx.js';
 import { eventually, startTestServer, type TestServer } from '../helpers/server.js';
 
-/** A snapshot at an http origin (README, Several instances), served by a real nginx. */
+/** A snapshot at an http origin (docs/several-instances.md), served by a real nginx. */
 const now = Math.floor(Date.now() / 1000);
 const version = (v: number, records = 2000) => encodeSnapshot(generateRecords({ records, seed: 300 + v, now }), now + v);
 

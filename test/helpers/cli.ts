@@ -58,7 +58,7 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, as?: { uid: 
 /** Fails with what to install when a real component the tests start is missing. */
 export function needCommand(command: string, debianPackage: string): void {
   const found = spawnSync('sh', ['-c', `command -v ${command}`], { encoding: 'utf8' });
-  if (found.status !== 0) throw new Error(`${command} is not installed: apt-get install ${debianPackage} (README, Quick start)`);
+  if (found.status !== 0) throw new Error(`${command} is not installed: npm run setup installs it (Debian package ${debianPackage}; docs/testing.md)`);
 }
 
 /** Runs the command line to its end (for commands that exit at once). */
@@ -99,8 +99,8 @@ export async function freePorts(count: number): Promise<number[]> {
 
 export const freePort = async (): Promise<string> => String((await freePorts(1))[0]);
 
-/** Waits until the server on `port` answers /health with 200 (README, Operations: ready). */
-export function untilReady(port: string | number, ms = 10_000): Promise<void> {
+/** Waits until the server on `port` answers /health with 200 (docs/operations.md, Health). */
+export function untilReady(port: string | number, ms = 30_000): Promise<void> {
   return eventually(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, ms, 'ready');
 }
 

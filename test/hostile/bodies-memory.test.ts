@@ -6,7 +6,7 @@ import { MB, cpuSeconds, rssBytes, watchPeakRss } from '../helpers/process-stats
 import { eventually } from '../helpers/server.js';
 
 /**
- * Memory stays within the options whatever the readers do (README, Memory, hostile clients and secrets):
+ * Memory stays within the options whatever the readers do (docs/operations.md, Memory, hostile clients and secrets):
  * distinct large bodies whose readers stop, and compressed bodies whose
  * clients leave at once. A server process with 100,000 records; smaller
  * budgets than the defaults (--cache-mb 32, --bodies-mb 64) keep the test

@@ -11,7 +11,7 @@ import { cpuSeconds } from '../helpers/process-stats.js';
 import { eventually, tempDir } from '../helpers/server.js';
 
 /**
- * File descriptors run out (README, Memory, hostile clients and secrets): a server limited to 64
+ * File descriptors run out (docs/operations.md, Memory, hostile clients and secrets): a server limited to 64
  * descriptors, and 120 idle connections. Accepting fails once none is left;
  * the server must say so once and back off, not spin, and accept again once
  * connections close.

@@ -11,8 +11,7 @@ import { getFrom } from '../helpers/http-from.js';
 import { eventually, tempDir } from '../helpers/server.js';
 
 /**
- * The subnet limit cannot be forged with X-Forwarded-For (README, Usage
- * limits): every line of the header is read, the right-most untrusted
+ * The subnet limit cannot be forged with X-Forwarded-For (docs/api.md, Usage limits): every line of the header is read, the right-most untrusted
  * address wins, and deploy/haproxy.cfg drops the client's own header.
  */
 const KEY = { key: 'k', limits: { per_window: null, daily: null, subnets: 10 } };

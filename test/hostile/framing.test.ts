@@ -4,7 +4,7 @@ import { serveProcesses } from '../helpers/cli.js';
 import { suite } from 'uvu';
 
 /**
- * Request framing RFC 9112 calls invalid (README, Memory, hostile clients and secrets): two
+ * Request framing RFC 9112 calls invalid (docs/operations.md, Memory, hostile clients and secrets): two
  * Content-Length headers that disagree get 400 and a closed connection, and
  * nothing read after them on that connection is served. A request
  * smuggled behind them would otherwise be answered.

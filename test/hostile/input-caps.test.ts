@@ -9,8 +9,7 @@ import { StaticOrigin } from '../helpers/nginx.js';
 import { eventually, tempDir } from '../helpers/server.js';
 
 /**
- * What the service takes in is capped and reported as it is (README,
- * Memory, hostile clients and secrets): an origin download past
+ * What the service takes in is capped and reported as it is (docs/operations.md, Memory, hostile clients and secrets): an origin download past
  * --snapshot-max-mb, a keys file that does not parse (no part of a key in
  * the log), a keys file of plain keys that anyone may read, and a snapshot
  * folder that cannot be looked into.

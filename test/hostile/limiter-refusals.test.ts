@@ -12,7 +12,7 @@ import { RedisServer } from '../helpers/redis.js';
 import { eventually, tempDir } from '../helpers/server.js';
 
 /**
- * A refusal costs nothing (README, Several instances): a request answered 503
+ * A refusal costs nothing (docs/several-instances.md): a request answered 503
  * because Redis did not answer within --limiter-timeout-ms is never counted,
  * even when Redis, frozen meanwhile, runs the command it had been sent once
  * it wakes up. Redis is frozen with SIGSTOP: four times 400 ms, and once 6 s

@@ -9,7 +9,7 @@ import { StaticOrigin } from '../helpers/nginx.js';
 import { eventually, tempDir } from '../helpers/server.js';
 
 /**
- * Secrets stay secret (README, Memory, hostile clients and secrets): an origin URL with credentials and a
+ * Secrets stay secret (docs/operations.md, Memory, hostile clients and secrets): an origin URL with credentials and a
  * token downloads (the credentials go as an Authorization header), and
  * neither they nor a Redis password appear in /health, /metrics or the log.
  */

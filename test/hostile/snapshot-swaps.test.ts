@@ -7,7 +7,7 @@ import { MB, rssBytes } from '../helpers/process-stats.js';
 import { eventually } from '../helpers/server.js';
 
 /**
- * Nothing that outlives a snapshot keeps it alive (README, Memory, hostile clients and secrets): clients
+ * Nothing that outlives a snapshot keeps it alive (docs/operations.md, Memory, hostile clients and secrets): clients
  * that add a cache-buster make a new remembered plan per request, and each
  * plan must not hold the store it was last answered from.
  */

@@ -5,7 +5,7 @@ import { NaiveEngine } from '../reference/naive-engine.js';
 import { metricValue, readRaw } from '../helpers/http-read.js';
 import { TEST_KEY, TEST_NOW_S, serverSuite } from '../helpers/server.js';
 
-/** Compressed bodies (README, Compressed bodies): negotiated, exact once decoded, announced with their encoded length, compressed once. */
+/** Compressed bodies (docs/api.md, Compressed bodies): negotiated, exact once decoded, announced with their encoded length, compressed once. */
 const snapshot = encodeSnapshot(generateRecords({ records: 20_000, seed: 41, now: TEST_NOW_S }), TEST_NOW_S);
 const reference = NaiveEngine.fromFile(snapshot);
 const decode = { gzip: gunzipSync, br: brotliDecompressSync } as const;

@@ -4,7 +4,7 @@ import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js'
 import { serveProcesses } from '../helpers/cli.js';
 import { TEST_KEY, TEST_NOW_S, UNLIMITED, startTestServer, type TestServer } from '../helpers/server.js';
 
-/** ETag, If-None-Match and 304 (README, ETag and wait). */
+/** ETag, If-None-Match and 304 (docs/api.md, ETag and wait). */
 const records = generateRecords({ records: 3000, seed: 61, now: TEST_NOW_S });
 // The rows of a country of their own leave the default window one per second, from 1 s on.
 const leaving = records.slice(0, 30).map((r, i) => ({ ...r, country: 'ZW', ip: `198.51.100.${i + 1}`, checked_at: TEST_NOW_S - 600 + i }));

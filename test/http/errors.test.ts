@@ -22,7 +22,7 @@ async function expectError(res: Response, status: number, body: string, headers:
   for (const [name, value] of Object.entries(headers)) assert.is(res.headers.get(name), value, name);
 }
 
-const test = serverSuite('errors (README, Errors)', () => ({ snapshot, keys }));
+const test = serverSuite('errors (docs/api.md, Errors)', () => ({ snapshot, keys }));
 
 test('unknown paths get 404', async ({ t }) => {
   await expectError(await t.get('/index.html'), 404, 'Error: Not found');

@@ -76,7 +76,7 @@ const query = fc.oneof(
 const target = fc.tuple(query, fc.boolean()).map(([q, keyLast]) => {
   const wire = keyLast ? `/api?${q}&key=${TEST_KEY}` : `/api?key=${TEST_KEY}&${q}`;
   return Buffer.from(wire, 'latin1');
-  // Request heads stay within the 64 KiB the service takes; past it uWebSockets.js v20.57 answers 431 itself (README, Where it runs).
+  // Request heads stay within the 64 KiB the service takes; past it uWebSockets.js v20.57 answers 431 itself (docs/operations.md, Where it runs).
 }).filter((wire) => wire.length <= 60_000);
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });

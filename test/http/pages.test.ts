@@ -4,7 +4,7 @@ import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js'
 import { readRaw } from '../helpers/http-read.js';
 import { TEST_KEY, TEST_NOW_S, eventually, serverSuite } from '../helpers/server.js';
 
-/** The pages for people over HTTP (README, Pages): from memory, with ETags and compression, and nothing but their files. */
+/** The pages for people over HTTP (docs/pages.md): from memory, with ETags and compression, and nothing but their files. */
 const test = serverSuite('pages', () => ({ snapshot: encodeSnapshot(generateRecords({ records: 200, seed: 3, now: TEST_NOW_S }), TEST_NOW_S) }));
 
 test('/ and /docs, and every file they load from this service, with their types', async ({ t }) => {

@@ -56,7 +56,7 @@ test('a request head that arrives in pieces is answered up to 4 KiB (v20.30: a l
   assert.is((await t.api('count=1')).status, 200);
 });
 
-test('HTTP/1.0: v20.57 answers 505 at once; v20.30 leaves it unanswered (README, Where it runs)', async ({ t }) => {
+test('HTTP/1.0: v20.57 answers 505 at once; v20.30 leaves it unanswered (docs/operations.md, Where it runs)', async ({ t }) => {
   const answer = await new Promise<string>((resolve, reject) => {
     const socket = connect({ port: t.server.port, host: '127.0.0.1' });
     let received = '';
@@ -91,7 +91,7 @@ test('HEAD answers like GET, with the same headers and no body', async ({ t }) =
   assert.is(health.status, 200);
 });
 
-test('a query without "?" and odd queries parse as the README says', async ({ t }) => {
+test('a query without "?" and odd queries parse as docs/api.md says', async ({ t }) => {
   assert.is(await (await t.get('/api')).text(), 'Error: Access key not provided');
   const odd = await t.get(`/api?k&key=${TEST_KEY}&count=2`);
   assert.is(odd.status, 200);

@@ -2,7 +2,7 @@ import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { TEST_NOW_S, type TestServer, serverSuite } from '../helpers/server.js';
 
-/** sort=random (README, Parameters): a uniformly random order, drawn afresh for each request. */
+/** sort=random (docs/api.md, Parameters): a uniformly random order, drawn afresh for each request. */
 const records = generateRecords({ records: 2000, seed: 51, now: TEST_NOW_S });
 // 25 rows that match a query of their own: one country, moved into the window.
 const matching = records.slice(0, 25).map((r, i) => ({ ...r, country: 'ZW', ip: `198.51.100.${i + 1}`, checked_at: TEST_NOW_S - 10 }));

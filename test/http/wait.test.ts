@@ -5,7 +5,7 @@ import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js'
 import { exitWithin, serveProcesses } from '../helpers/cli.js';
 import { TEST_KEY, TEST_NOW_S, eventually, startTestServer, type TestServer } from '../helpers/server.js';
 
-/** `wait` (README, ETag and wait): a conditional request held until its answer changes. */
+/** `wait` (docs/api.md, ETag and wait): a conditional request held until its answer changes. */
 const records = generateRecords({ records: 3000, seed: 71, now: TEST_NOW_S });
 // Rows of a country of their own that leave the default window one per second, from 1 s on.
 const leaving = records.slice(0, 30).map((r, i) => ({ ...r, country: 'ZW', ip: `198.51.100.${i + 1}`, checked_at: TEST_NOW_S - 600 + i }));

@@ -12,7 +12,7 @@ import { CHROMIUM } from '../helpers/browser.js';
 import { TEST_KEY, TEST_NOW_S, UNLIMITED, eventually, startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
- * The pages for people (README, Pages) in a real browser: Debian's chromium,
+ * The pages for people (docs/pages.md) in a real browser: Debian's chromium,
  * driven by playwright-core. Every test fails on an error in the page's
  * console or a request to another host; its screenshots go to a temporary
  * folder, removed when it passes and named in the message when it fails.
@@ -24,7 +24,7 @@ const snapshot = encodeSnapshot(generateRecords({ records: 3000, seed: 17, now: 
 interface Ctx { t: TestServer; browser: Browser }
 const test = suite<Ctx>('the pages in a browser');
 test.before(async (ctx) => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (README, Quick start)`);
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: npm run setup installs it (Debian package chromium; docs/testing.md)`);
   ctx.t = await startTestServer({ snapshot, keys: { keys: [{ key: TEST_KEY, name: 'test', limits: UNLIMITED }, { key: LIMITED, name: 'limited' }] } });
   ctx.browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
 });

@@ -45,7 +45,7 @@ for (const cache of [true, false]) {
       assertDocumented(q, res, body);
       if (want.body.length > 4) nonEmpty++;
     }
-    // At least 1,000 of them use the client extensions (README, The API), mixed with the rest.
+    // At least 1,000 of them use the client extensions (docs/api.md), mixed with the rest.
     const extended = queries.filter((q) => /(^|&)(port|sort|offset)=|get=stats/i.test(q)).length;
     assert.ok(extended >= 1000, `${extended} queries use port, sort, offset or stats`);
     // The generator must exercise both matches and no-matches.

@@ -10,7 +10,7 @@ import { randomQueries, seeded } from '../helpers/random-queries.js';
 import { TEST_KEY, TEST_NOW_S, eventually, serverSuite, startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
- * Change sets (README, Changes since a cursor) against the reference, over a
+ * Change sets (docs/api.md, Keeping a list) against the reference, over a
  * generated sequence of snapshots: rows changed, added, removed, and aged
  * out of the window as the clock moves. Every change set must be the
  * reference's bytes, and applied to the cursor's list it must give the list

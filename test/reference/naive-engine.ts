@@ -164,7 +164,7 @@ export class NaiveEngine {
   }
 
   /**
-   * The change set (README, Changes since a cursor) of `query` from L(cursor),
+   * The change set (docs/api.md, Keeping a list) of `query` from L(cursor),
    * what `then` selected at `cursorMs`, to L(now), what this snapshot
    * selects at `nowMs`: exactly their difference. Upserts: the records of
    * L(now) whose key was not in L(cursor), or was with other values.
@@ -237,7 +237,7 @@ export class NaiveEngine {
     );
   }
 
-  /** get=stats (README, Counts): counts by type, anonymity, country and service. */
+  /** get=stats (docs/api.md, Counts): counts by type, anonymity, country and service. */
   private stats(rows: SnapshotRecord[], pretty: boolean): NaiveAnswer {
     const countOf = (keep: (r: SnapshotRecord) => boolean): number => rows.filter(keep).length;
     const type = Object.fromEntries(TYPES.map((t) => [t, countOf((r) => r.type === t)]));

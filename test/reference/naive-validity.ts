@@ -1,5 +1,5 @@
 /**
- * The reference's own reading of the snapshot contract (README) on decoded objects, written
+ * The reference's own reading of the snapshot contract (docs/snapshot.md) on decoded objects, written
  * independently of the service's byte-level decoder, so each checks the other.
  */
 import { ANONS, TYPES } from '../../src/core/vocabulary.js';
