@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 export const OPENAPI_PATH = new URL('../../../openapi.json', import.meta.url);
 export const openapi = JSON.parse(readFileSync(OPENAPI_PATH, 'utf8')) as {
   paths: Record<string, Record<string, { parameters?: Array<{ $ref: string }>; responses: Record<string, { headers?: Record<string, { $ref?: string; schema?: unknown }> }> }>>;
-  components: { parameters: Record<string, { name: string; in: string; schema: { enum?: string[] } }>; headers: Record<string, { schema: unknown }>; schemas: Record<string, unknown> };
+  components: { parameters: Record<string, { name: string; in: string; schema: { enum?: string[]; items?: { enum?: string[] } } }>; headers: Record<string, { schema: unknown }>; schemas: Record<string, unknown> };
 };
 
 // The document is added whole, so its own $refs resolve; OpenAPI's keywords around the schemas are not JSON Schema's.

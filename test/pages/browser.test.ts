@@ -136,8 +136,10 @@ test('a limited key: each press is one request, and the third within 5 s says 42
   }, [429, 401]);
 });
 
-test('/docs renders the OpenAPI document: the /api operation and its parameters', async (ctx) => {
+test('/docs renders the OpenAPI document: the /api operation and its parameters; Try it out asks the instance that served it', async (ctx) => {
   await onPage(ctx, 'docs', async (page) => {
+    const asked: string[] = [];
+    page.on('request', (r) => void (new URL(r.url()).pathname === '/api' && asked.push(r.url())));
     await page.goto(`${ctx.t.base}/docs`);
     const operation = page.locator('.opblock-summary-path', { hasText: /^\/api$/ }).first();
     await operation.waitFor({ timeout: 20_000 });
@@ -145,7 +147,14 @@ test('/docs renders the OpenAPI document: the /api operation and its parameters'
     await page.locator('.parameters .parameter__name').first().waitFor();
     const names = (await page.locator('.parameters .parameter__name').allInnerTexts()).map((n) => n.split(/\s/)[0].replace('*', ''));
     for (const name of ['type', 'country', 'count', 'get', 'since', 'wait']) assert.ok(names.includes(name), `parameter ${name} among ${names.join(', ')}`);
-  });
+    // No key given: the instance answers 401, and it is this instance that answers.
+    await page.locator('.try-out__btn').first().click();
+    await page.locator('.execute').first().click();
+    await page.locator('.live-responses-table tbody .response-col_status').first().waitFor({ timeout: 20_000 });
+    const status = await page.locator('.live-responses-table tbody .response-col_status').first().innerText();
+    assert.match(status, /401/, `status ${status}; asked ${asked.join(', ')}`);
+    assert.ok(asked.length > 0 && asked.every((url) => url.startsWith(`${ctx.t.base}/api`)), `asked ${asked.join(', ')}`);
+  }, [401]);
 });
 
 test('a page of another origin cannot frame them: the browser refuses, and the frame never shows the form', async (ctx) => {
