@@ -1,4 +1,5 @@
-import { RedisConnection, RedisReplyError, type RespReply } from './redis-connection.js';
+import { RedisConnection } from './redis-connection.js';
+import { RedisReplyError, type RespReply } from './resp.js';
 import { SLOTS } from './redis-slot.js';
 
 /** How often the slot map is asked for again: a promoted replica is followed within this and the cluster's own node timeout. */

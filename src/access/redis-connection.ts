@@ -1,12 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { createConnection, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
-
-/** A RESP2 reply: simple strings and bulk strings as strings, integers as numbers, arrays, or null. */
-export type RespReply = string | number | null | RespReply[];
-
-/** An error reply of Redis (`-ERR ...`), as opposed to a connection failure or a timeout. */
-export class RedisReplyError extends Error {}
+import { INCOMPLETE, RedisReplyError, encodeCommand, parseReply, type Parsed, type RespReply } from './resp.js';
 
 interface Pending {
   resolve(reply: RespReply): void;
@@ -32,7 +27,6 @@ export interface RedisConnectionOptions {
   onMessage?: (channel: string, payload: string) => void;
 }
 
-const INCOMPLETE = Symbol('incomplete');
 /**
  * A connection whose oldest command has waited this long is given up and made
  * again: a Redis that vanished without closing it (a failover behind one
@@ -47,7 +41,6 @@ const STALLED_MS = 5000;
  * 503). Then it is closed.
  */
 const LINGER_MS = 60_000;
-const CRLF = 0x0d;
 
 /**
  * One socket to Redis and the commands sent on it, whose replies come back in
@@ -273,8 +266,7 @@ export class RedisConnection extends EventEmitter {
   }
 
   private send(args: readonly string[], late: ((reply: RespReply) => void) | null = null): Promise<RespReply> {
-    let text = `*${args.length}\r\n`;
-    for (const a of args) text += `$${Buffer.byteLength(a)}\r\n${a}\r\n`;
+    const text = encodeCommand(args);
     return new Promise((resolve, reject) => {
       const now = performance.now();
       this.ch!.pending.push({ resolve, reject, sentAt: now, deadline: now + this.o.timeoutMs, settled: false, late });
@@ -355,47 +347,5 @@ export class RedisConnection extends EventEmitter {
       this.connect();
     }, pause);
     this.reconnectTimer.unref();
-  }
-}
-
-type Parsed = { value: RespReply | RedisReplyError; end: number } | typeof INCOMPLETE;
-
-/** One RESP2 reply starting at `pos`, or INCOMPLETE when the bytes end before it does. */
-function parseReply(b: Buffer, pos: number): Parsed {
-  if (pos >= b.length) return INCOMPLETE;
-  const lineEnd = b.indexOf(CRLF, pos + 1);
-  if (lineEnd < 0 || lineEnd + 1 >= b.length) return INCOMPLETE;
-  const type = b[pos];
-  const line = b.toString('latin1', pos + 1, lineEnd);
-  const next = lineEnd + 2;
-  switch (type) {
-    case 0x2b: // +
-      return { value: line, end: next };
-    case 0x2d: // -
-      return { value: new RedisReplyError(b.toString('utf8', pos + 1, lineEnd)), end: next };
-    case 0x3a: // :
-      return { value: Number(line), end: next };
-    case 0x24: { // $
-      const length = Number(line);
-      if (length < 0) return { value: null, end: next };
-      if (next + length + 2 > b.length) return INCOMPLETE;
-      return { value: b.toString('utf8', next, next + length), end: next + length + 2 };
-    }
-    case 0x2a: { // *
-      const count = Number(line);
-      if (count < 0) return { value: null, end: next };
-      const items: RespReply[] = [];
-      let at = next;
-      for (let i = 0; i < count; i++) {
-        const item = parseReply(b, at);
-        if (item === INCOMPLETE) return INCOMPLETE;
-        // An error inside an array (a failed command of a transaction) is kept as its message.
-        items.push(item.value instanceof RedisReplyError ? item.value.message : item.value);
-        at = item.end;
-      }
-      return { value: items, end: at };
-    }
-    default:
-      throw new Error(`unexpected reply type ${JSON.stringify(String.fromCharCode(type))} from Redis`);
   }
 }

@@ -1,4 +1,5 @@
-import { RedisConnection, type RespReply } from './redis-connection.js';
+import { RedisConnection } from './redis-connection.js';
+import type { RespReply } from './resp.js';
 
 export interface SentinelWatchOptions {
   sentinels: Array<{ host: string; port: number }>;

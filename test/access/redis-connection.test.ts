@@ -1,7 +1,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClient } from 'redis';
-import { RedisConnection, RedisReplyError } from '../../src/access/redis-connection.js';
+import { RedisConnection } from '../../src/access/redis-connection.js';
+import { RedisReplyError } from '../../src/access/resp.js';
 import { RedisServer } from '../helpers/redis.js';
 import { eventually } from '../helpers/server.js';
 
