@@ -11,6 +11,7 @@ import { systemClock, type Clock } from './core/clock.js';
 import { CodedError, messageOf } from './core/errors.js';
 import type { FollowOptions } from './core/follow-file.js';
 import { createLogger, type Logger } from './core/log.js';
+import { allowFullCollections } from './core/full-collection.js';
 import { createAppMaker, type TlsFiles } from './http/app.js';
 import { TlsCertificates } from './http/tls.js';
 import { readCertificatePair, type CertificatePair } from './core/certificate.js';
@@ -117,6 +118,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const log = o.log ?? createLogger(o.logLevel);
   // The build of uWebSockets.js; refuses at once to run on a slow fallback.
   const build = uwsBuild();
+  // A dropped store's memory goes back at the next full collection (snapshot/release-dropped.ts).
+  allowFullCollections();
   // A certificate that cannot serve stops the start, before anything is read or listens.
   const pair = o.tlsCert && o.tlsKey ? readCertificatePair(o.tlsCert, o.tlsKey) : null;
   // A snapshot or keys file at an http(s) origin is downloaded into a folder of its own and followed there like a local file.

@@ -5,9 +5,8 @@
  */
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { parentPort } from 'node:worker_threads';
+import { allowFullCollections, fullCollection } from '../core/full-collection.js';
 import { CodedError, messageOf } from '../core/errors.js';
 import { transferables } from '../store/columns.js';
 import { loadSnapshotFile } from './decode.js';
@@ -26,19 +25,18 @@ function yieldToEventLoop(): void {
   }
 }
 
-setFlagsFromString('--expose-gc');
-/** A full collection of this thread's heap: the buffers nothing holds go back to the system. */
-const collect = runInNewContext('gc') as () => void;
+// The buffers nothing holds go back to the system after each build.
+allowFullCollections();
 
 yieldToEventLoop();
 parentPort!.on('message', ({ path }: { path: string }) => {
   try {
-    const { columns, meta } = loadSnapshotFile(path, collect);
+    const { columns, meta } = loadSnapshotFile(path, fullCollection);
     parentPort!.postMessage({ ok: true, columns, meta }, transferables(columns));
   } catch (err) {
     // A file that breaks the contract is the checker's to fix; anything else is a bug here, said as such.
     if (err instanceof CodedError) parentPort!.postMessage({ ok: false, code: err.code, message: messageOf(err) });
     else parentPort!.postMessage({ ok: false, code: 'E_BUILD_FAILED', message: `building the store failed (a bug, not the file): ${err instanceof Error ? err.stack : String(err)}` });
   }
-  collect();
+  fullCollection();
 });

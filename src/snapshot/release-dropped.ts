@@ -1,5 +1,4 @@
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { fullCollection } from '../core/full-collection.js';
 
 /**
  * A store that was swapped out is let go of when the last request reading it
@@ -10,9 +9,6 @@ import { runInNewContext } from 'node:vm';
  * load after a swap starts with one full collection, a reload interval
  * after that swap, when the stores no request holds any more can go.
  */
-setFlagsFromString('--expose-gc');
-const collect = runInNewContext('gc') as () => void;
-
 export function releaseDroppedStores(): void {
-  collect();
+  fullCollection();
 }
