@@ -15,7 +15,7 @@ import { execute } from '../src/query/execute.js';
 import { parsePlan } from '../src/query/parse.js';
 import { readQuery } from '../src/query/query-string.js';
 import { QueryScratch } from '../src/query/scratch.js';
-import { BodyWriter } from '../src/render/body.js';
+import { BodyWriter } from '../src/render/envelope.js';
 import { OutputBuffer } from '../src/render/output-buffer.js';
 import { loadSnapshotFile } from '../src/snapshot/decode.js';
 import { Store } from '../src/store/store.js';

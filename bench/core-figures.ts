@@ -12,7 +12,7 @@ import { readQuery } from '../src/query/query-string.js';
 import { parsePlan } from '../src/query/parse.js';
 import { execute } from '../src/query/execute.js';
 import { QueryScratch } from '../src/query/scratch.js';
-import { BodyWriter } from '../src/render/body.js';
+import { BodyWriter } from '../src/render/envelope.js';
 import { OutputBuffer } from '../src/render/output-buffer.js';
 import { BuildThread } from '../src/snapshot/build-thread.js';
 import { Store } from '../src/store/store.js';

@@ -33,7 +33,7 @@ import { parsePlan } from '../src/query/parse.js';
 import type { Plan } from '../src/query/plan.js';
 import { readQuery } from '../src/query/query-string.js';
 import { QueryScratch } from '../src/query/scratch.js';
-import { BodyWriter } from '../src/render/body.js';
+import { BodyWriter } from '../src/render/envelope.js';
 import { OutputBuffer } from '../src/render/output-buffer.js';
 import { encodeSnapshot, evolveRecords, generateRecords } from '../src/snapshot/generate.js';
 import type { SnapshotRecord } from '../src/snapshot/format.js';

@@ -1,4 +1,4 @@
-import type { Encoding } from './encoding.js';
+import type { Encoding } from './content-coding.js';
 
 /**
  * A response body of `total` bytes, handed out as a sequence of pieces. One

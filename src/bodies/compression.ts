@@ -1,5 +1,5 @@
 import type { BodyBudget } from './budget.js';
-import { compressor, type Encoding } from './encoding.js';
+import { compressor, type Encoding } from './content-coding.js';
 import { BytesBody, type Body, type Source } from './body.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { BodyWriter } from '../render/body.js';
+import type { BodyWriter } from '../render/envelope.js';
 import type { OutputBuffer } from '../render/output-buffer.js';
 import type { BodyBudget } from './budget.js';
 import type { Body, Source } from './body.js';

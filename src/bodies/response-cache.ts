@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { narrowable, planKey, type Plan } from '../query/plan.js';
-import { narrowBody } from '../render/body.js';
+import { narrowBody } from '../render/envelope.js';
 import type { Store } from '../store/store.js';
 
 /** A cached /api body, and what lets a narrower time window reuse it. */

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { CodedError, EXIT_STATUS, messageOf } from '../core/errors.js';
 import { demoCommand } from './demo.js';
-import { KEYS_USAGE, keysCommand } from './keys.js';
+import { KEYS_USAGE, keysCommand } from './keys-command.js';
 import { SERVE_USAGE, serveCommand } from './serve.js';
 import { SNAPSHOT_USAGE, snapshotCommand } from './snapshot.js';
 

@@ -3,7 +3,7 @@ import type { Get, Plan } from '../query/plan.js';
 import type { Selection } from '../query/selection.js';
 import type { Store } from '../store/store.js';
 import type { Source } from '../bodies/body.js';
-import type { Encoding } from '../bodies/encoding.js';
+import type { Encoding } from '../bodies/content-coding.js';
 import { HTTP_FAILURES } from './failures.js';
 import type { Exchange } from './exchange.js';
 import { head, type Head, type Headers } from './head.js';

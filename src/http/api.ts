@@ -14,7 +14,7 @@ import { forgedCursor } from '../query/cursor.js';
 import { windowEnd, type Selector } from '../query/selection.js';
 import { ifNoneMatch } from './conditional.js';
 import { HTTP_FAILURES, limitFailure } from './failures.js';
-import { Codings } from './encoding.js';
+import { Codings } from './accept-encoding.js';
 import type { Exchange } from './exchange.js';
 import type { Metrics } from './metrics.js';
 import type { Headers } from './head.js';

@@ -1,5 +1,5 @@
 import type { Source } from '../bodies/body.js';
-import type { Encoding } from '../bodies/encoding.js';
+import type { Encoding } from '../bodies/content-coding.js';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import { MAX_WAIT_S, planKey, type Plan } from '../query/plan.js';

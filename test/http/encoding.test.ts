@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Codings } from '../../src/http/encoding.js';
+import { Codings } from '../../src/http/accept-encoding.js';
 
 const codings = new Codings();
 const negotiate = (header: string) => codings.negotiate(header);

@@ -1,4 +1,4 @@
-import type { StatsCounts } from '../query/stats.js';
+import type { StatsCounts } from '../query/stats-counts.js';
 import { ANONS, TYPES } from '../core/vocabulary.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { Encoding } from '../bodies/encoding.js';
+import type { Encoding } from '../bodies/content-coding.js';
 
 /** A few header values cover nearly every client: each is parsed once. */
 const MAX_REMEMBERED = 256;
