@@ -4,6 +4,7 @@ import { ColumnArena, mappedBuffer } from './arena.js';
 import { member, setBit, wordsFor, type BitsetFamily } from './bitset.js';
 import { MAX_LINE_BYTES, READ_SLACK, packKey, type ByteStrings, type StoreColumns, type StoreMeta } from './columns.js';
 import { packStrings, writeAscii, writeIPv4, writeUint } from './encode.js';
+import { recordPrints } from './history.js';
 import { radixSortIndices } from './radix-sort.js';
 
 /** Bytes per record of the columns a store keeps as they are read (permuted into row order later), but the services'. */
@@ -149,70 +150,6 @@ function permute<T extends Column>(col: T, out: Uint32Array, tmp: T): T {
 function family(arena: ColumnArena, count: number, bits: number): BitsetFamily {
   const words = wordsFor(bits);
   return { words, data: arena.u32(Math.max(1, count * words)) };
-}
-
-/** One round of MurmurHash3's 32-bit mixing: `h` after the word `k`. */
-function mix(h: number, k: number): number {
-  k = Math.imul(k, 0xcc9e2d51);
-  k = Math.imul((k << 15) | (k >>> 17), 0x1b873593);
-  h ^= k;
-  h = (h << 13) | (h >>> 19);
-  return (Math.imul(h, 5) + 0xe6546b64) | 0;
-}
-
-function finish(h: number): number {
-  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
-  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
-  return (h ^ (h >>> 16)) >>> 0;
-}
-
-/** The two seeds of a print's halves. */
-const SEEDS = [0x9747b28c, 0x5bd1e995];
-
-/** Two 32-bit hashes of each string, one per seed, at 2i and 2i + 1. */
-function stringPrints(strings: readonly string[]): Uint32Array {
-  const out = new Uint32Array(strings.length * 2);
-  strings.forEach((s, i) => {
-    for (let half = 0; half < 2; half++) {
-      let h = SEEDS[half];
-      for (let k = 0; k < s.length; k++) h = mix(h, s.charCodeAt(k));
-      out[i * 2 + half] = finish(mix(h, s.length));
-    }
-  });
-  return out;
-}
-
-/**
- * A 64-bit print of each record's shown values other than its key (anon,
- * works, services, ip_out, checked_at, ping, country, city), as two 32-bit
- * hashes with independent seeds: the history compares prints, not values,
- * to tell a record that changed between two snapshots. Countries and cities
- * enter by name, pings and times by value: ids and ranks differ between
- * snapshots. Two different records share a print with a chance of 2^-64.
- */
-function recordPrints(x: RecordColumns, m: number, pingValues: Float64Array, times: Uint32Array, countries: readonly string[], cities: ReadonlyArray<{ ru: string; en: string }>): Uint32Array {
-  const countryPrints = stringPrints(countries);
-  const cityPrints = stringPrints(cities.map((c) => `${c.ru}\0${c.en}`));
-  const pingBits = new Uint32Array(new Float64Array(pingValues).buffer);
-  const prints = new Uint32Array(mappedBuffer(m * 8));
-  for (let v = 0; v < m; v++) {
-    const ping = x.pingRank[v] * 2;
-    const country = x.country[v] * 2;
-    const city = x.city[v] * 2;
-    for (let half = 0; half < 2; half++) {
-      let h = SEEDS[half];
-      h = mix(h, x.anon[v] | (x.works[v] << 8));
-      h = mix(h, x.services[v]);
-      h = mix(h, x.ipOut[v]);
-      h = mix(h, times[x.timeRank[v]]);
-      h = mix(h, pingBits[ping]);
-      h = mix(h, pingBits[ping + 1]);
-      h = mix(h, countryPrints[country + half]);
-      h = mix(h, cityPrints[city + half]);
-      prints[v * 2 + half] = finish(h);
-    }
-  }
-  return prints;
 }
 
 /**
