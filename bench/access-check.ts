@@ -1,7 +1,7 @@
 /**
  * The cost of the access check (key lookup by SHA-256, client subnet, the
  * three limits, the RateLimit fields) per request, and the memory per key
- * with 100,000 active keys. Run: npm run bench:access
+ * with 100,000 active keys. Run: npm run bench -- access
  */
 import { parseAddress, subnetOf } from '../src/access/address.js';
 import { KeyTable } from '../src/access/keys.js';

@@ -9,14 +9,14 @@
  * the server's peak RSS (B5, VmHWM) and its longest event-loop delay (B6,
  * from its own /metrics, which prom-client reads with monitorEventLoopDelay).
  * Servers on core 0, wrk on core 1.
- * Run: npm run bench:burst [-- --quick]   (--quick: 200,000 records, 1 run)
+ * Run: npm run bench -- burst [--quick]   (--quick: 200,000 records, 1 run)
  */
 import { type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePorts } from '../test/helpers/cli.js';
+import { freePorts } from '../support/ports.js';
 import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, round2, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkResult } from './harness.js';
 
 const quick = process.argv.includes('--quick');

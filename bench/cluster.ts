@@ -17,7 +17,7 @@
  *   Every Redis shares the load core here, so the Cluster shows its spread
  *   and its cost, not its capacity (docs/several-instances.md).
  * Instances on core 0; wrk, haproxy and Redis on core 1.
- * Run: npm run bench:cluster
+ * Run: npm run bench -- cluster
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from 'redis';
 import { FUNCTION_NAME } from '../src/access/redis-function.js';
-import { freePorts } from '../test/helpers/cli.js';
+import { freePorts } from '../support/ports.js';
 import { BENCH_KEY, CLI, generateSnapshot, LOAD_CORE, median, round2, sleep, startPinned, startWrk, stop, waitFor, writeResult, wrk, type WrkResult } from './harness.js';
 import { SMALL_MIX } from './mix.js';
 

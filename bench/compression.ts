@@ -4,7 +4,7 @@
  * and the whole store's (time=3600) of 100,000 and 1,000,000 records: the
  * encoded size against the plain one, and MB of plain JSON per second on one
  * thread (the work one request's compression puts on libuv's pool).
- * Run: npm run bench:compression [-- --quick]   (--quick: 100,000 records only)
+ * Run: npm run bench -- compression [--quick]   (--quick: 100,000 records only)
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

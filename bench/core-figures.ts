@@ -1,7 +1,7 @@
 /**
  * The core figures: build time and memory of a snapshot of 100,000 and of
  * 1,000,000 records, and the in-process time of one selective query.
- * Run: npm run bench:core   (node --expose-gc, so RSS is read after a GC)
+ * Run: npm run bench -- core   (node --expose-gc, so RSS is read after a GC)
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -5,7 +5,7 @@
  * - get=stats over the default window and over every record (X2), and the ETag of a full dump worked out anew;
  * - the full txt dump of every record;
  * - the full JSON dump (pretty=1), against JSON.stringify of the same objects.
- * Run: npm run bench:engine [-- --records N]
+ * Run: npm run bench -- engine [--records N]
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

@@ -6,13 +6,13 @@
  *   match, against the same without it.
  * wrk 1 thread x 64 connections on core 1, servers on core 0; the median of
  * 5 runs of 10 s. Needs a git checkout (the baseline is built in a worktree).
- * Run: npm run bench:etag [-- --baseline REV]
+ * Run: npm run bench -- etag [--baseline REV]
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { freePorts } from '../test/helpers/cli.js';
+import { freePorts } from '../support/ports.js';
 import { BENCH_KEY, CLI, generateSnapshot, median, round2, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkOptions } from './harness.js';
 import { SMALL_MIX } from './mix.js';
 

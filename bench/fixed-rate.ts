@@ -4,7 +4,7 @@
  * 64 connections (a Lua delay), so the offered rate is fixed; unlike wrk2 it
  * does not correct for coordinated omission, so rates near or above a
  * server's capacity understate its tail. Servers on core 0, wrk on core 1.
- * Run: npm run bench:rate
+ * Run: npm run bench -- rate
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BENCH_KEY, captureBodies, CLI, generateSnapshot, startPinned, stop, waitFor, wrk, writeBenchKeys, writeResult } from './harness.js';
 import { QUERY_MIX } from './mix.js';
-import { freePorts } from '../test/helpers/cli.js';
+import { freePorts } from '../support/ports.js';
 
 const RATES = [10_000, 5_000, 2_000];
 const work = mkdtempSync(join(tmpdir(), 'proxylist-rate-'));

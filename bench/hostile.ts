@@ -10,16 +10,16 @@
  * the small queries from a prober of their own (bench/probe.ts), so that
  * reading gigabytes here never shows as their latency. `--cli PATH` runs
  * another build's server (dist/src/cli/main.js of a worktree), to compare.
- * Run: npm run bench:hostile [-- --records N] [-- --cli PATH]
+ * Run: npm run bench -- hostile [--records N] [-- --cli PATH]
  */
 import { copyFileSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePorts } from '../test/helpers/cli.js';
+import { freePorts } from '../support/ports.js';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { leaveAfter, percentile, readThenHold } from '../test/helpers/hostile-clients.js';
-import { MB, cpuSeconds, rssBytes, watchPeakRss } from '../test/helpers/process-stats.js';
+import { leaveAfter, percentile, readThenHold } from '../support/hostile-clients.js';
+import { MB, cpuSeconds, rssBytes, watchPeakRss } from '../support/process-stats.js';
 import { BENCH_KEY, CLI, LOAD_CORE, generateSnapshot, round2, sleep, startPinned, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
 
 const cliArg = process.argv.indexOf('--cli');

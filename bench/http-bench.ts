@@ -7,7 +7,7 @@
  * 1 (1 thread, 64 connections); the median of 3 runs of 10 s is reported.
  *
  * Run: npm run bench        (100,000 and 1,000,000 records)
- *      npm run bench:quick  (100,000 records, 1 run of 3 s, no nginx)
+ *      npm run bench -- http --quick  (100,000 records, 1 run of 3 s, no nginx)
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BENCH_KEY, captureBodies, type Captured, CLI, generateSnapshot, round2, serverMemory, sleep, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrkMedian, type WrkResult } from './harness.js';
 import { QUERY_MIX } from './mix.js';
-import { freePorts } from '../test/helpers/cli.js';
+import { freePorts } from '../support/ports.js';
 
 const quick = process.argv.includes('--quick');
 const sizes = quick ? [100_000] : [100_000, 1_000_000];

@@ -2,14 +2,14 @@
  * Refusals must be cheap: throughput of the real server when 90% of requests
  * are refused by the limits, against the same mix all accepted. The server
  * runs pinned to one core, wrk (64 connections, 10 s) to the other.
- * Run: npm run bench:limits   (needs wrk and taskset)
+ * Run: npm run bench -- limits   (needs wrk and taskset)
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePorts } from '../test/helpers/cli.js';
+import { freePorts } from '../support/ports.js';
 import { round2, writeResult } from './harness.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));

@@ -6,13 +6,13 @@
  * performance targets: p99 at most 2x the ceiling's). wrk counts each
  * connection the server closes as a read error, so errors are not reported.
  * Servers on core 0, wrk on core 1.
- * Run: npm run bench:new-connections
+ * Run: npm run bench -- new-connections
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePorts } from '../test/helpers/cli.js';
+import { freePorts } from '../support/ports.js';
 import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, round2, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
 import { SMALL_MIX } from './mix.js';
 

@@ -15,13 +15,13 @@
  * contender started on them: the snapshot does not change during the
  * benchmark, so its windows narrow as it ages, and bodies captured once
  * would be larger than those this server answers by the last run.
- * Run: npm run bench:ratios [-- --quick] [-- --records N] [-- --only B1,B8]
+ * Run: npm run bench -- ratios [--quick] [-- --records N] [-- --only B1,B8]
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePorts } from '../test/helpers/cli.js';
+import { freePorts } from '../support/ports.js';
 import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, round2, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
 import { startNginx } from './contenders/nginx.js';
 import { QUERY_MIX, REAL_MIX, SMALL_MIX } from './mix.js';

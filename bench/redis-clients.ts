@@ -4,7 +4,7 @@
  * Sentinel built in). Each sends bursts of 64 admissions (FCALL of the
  * limiter's function, one key each) every 16 ms to one real redis-server for
  * 10 s, the two alternating, 3 rounds; the latency of every call.
- * Run: npm run bench:redis-clients
+ * Run: npm run bench -- redis-clients
  */
 import { Redis } from 'ioredis';
 import { RedisConnection } from '../src/access/redis-connection.js';

@@ -6,7 +6,7 @@
  * with the peaks over it: loaded and idle, settled under the mix before any
  * reload, and settled under the mix between reloads (the second before each
  * publish, from the second on), which is what a container runs at.
- * Run: npm run bench:reload-rss [-- --records N]
+ * Run: npm run bench -- reload-rss [--records N]
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BENCH_KEY, CLI, generateSnapshot, median, round2, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
 import { REAL_MIX } from './mix.js';
-import { freePorts } from '../test/helpers/cli.js';
+import { freePorts } from '../support/ports.js';
 
 const arg = process.argv.indexOf('--records');
 const records = arg > 0 ? Number(process.argv[arg + 1]) : 1_000_000;

@@ -4,7 +4,7 @@
  * process publishes each version (copy to a temporary file, rename over the
  * path) as soon as the previous one is being served. Server on core 0 (its
  * build worker too), wrk on core 1.
- * Run: npm run bench:reload-load
+ * Run: npm run bench -- reload-load
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BENCH_KEY, CLI, generateSnapshot, round2, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult, wrk } from './harness.js';
 import { QUERY_MIX } from './mix.js';
-import { freePorts } from '../test/helpers/cli.js';
+import { freePorts } from '../support/ports.js';
 
 const RELOADS = 10;
 const work = mkdtempSync(join(tmpdir(), 'proxylist-reload-load-'));

@@ -3,7 +3,7 @@
  * (T7, T8, T10): the time from the start of a load to the swap, the longest
  * event-loop stall meanwhile, and the process RSS steady and at the peak of a
  * reload (the build worker's memory included: it is this process's).
- * Run: npm run bench:reload [-- --records N]
+ * Run: npm run bench -- reload [--records N]
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -6,14 +6,14 @@
  * a ceiling on its own Node and build (a bare uWebSockets.js app serving the
  * same bytes); the four alternate, median of 3 runs of 10 s. Reported: each
  * stack's ratio to its own ceiling, and Node 24's throughput over Node 20's.
- * Run: npm run bench:runtimes -- --node24 PATH [--records N]
+ * Run: npm run bench -- runtimes --node24 PATH [--records N]
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePorts } from '../test/helpers/cli.js';
+import { freePorts } from '../support/ports.js';
 import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, round2, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkResult } from './harness.js';
 import { SMALL_MIX } from './mix.js';
 
@@ -22,7 +22,7 @@ const arg = (name: string): string | undefined => {
   return i > 0 ? process.argv[i + 1] : undefined;
 };
 const NODE24 = arg('--node24');
-if (!NODE24) throw new Error('usage: npm run bench:runtimes -- --node24 PATH (.ci/node24 FOLDER prepares one)');
+if (!NODE24) throw new Error('usage: npm run bench -- runtimes --node24 PATH (.ci/node24 FOLDER prepares one)');
 const RECORDS = Number(arg('--records') ?? 100_000);
 const RUNS = 3;
 const SECONDS = 10;

@@ -17,7 +17,7 @@
  *   slowest /health meanwhile, when the last held request got its change
  *   set, the peak RSS against the bound of docs/operations.md, and the worst event-loop
  *   delay the server saw.
- * Run: npm run bench:since [-- --records N] [-- --only exact|history|held|distinct]
+ * Run: npm run bench -- since [--records N] [-- --only exact|history|held|distinct]
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -41,7 +41,7 @@ import { SnapshotFeed } from '../src/snapshot/snapshot-feed.js';
 import { packKey } from '../src/store/columns.js';
 import type { Store } from '../src/store/store.js';
 import { TYPES } from '../src/core/vocabulary.js';
-import { freePorts } from '../test/helpers/cli.js';
+import { freePorts } from '../support/ports.js';
 import { holdRequests, metricNow, statusCounts } from './held.js';
 import { BENCH_KEY, CLI, SERVER_CORE, median, round2, sleep, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
 

@@ -3,13 +3,13 @@
  * while wrk drives small queries on 16 connections: the bytes the slow client
  * got, and the others' latency against a run without it. Server on core 0,
  * wrk on core 1, the slow client in this process.
- * Run: npm run bench:slow-reader [-- --rate BYTES_PER_S]
+ * Run: npm run bench -- slow-reader [--rate BYTES_PER_S]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePorts } from '../test/helpers/cli.js';
-import { atRate, throttledRead } from '../test/helpers/slow-read.js';
+import { freePorts } from '../support/ports.js';
+import { atRate, throttledRead } from '../support/slow-read.js';
 import { BENCH_KEY, CLI, generateSnapshot, round2, serverMemory, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
 
 const rateArg = process.argv.indexOf('--rate');

@@ -4,14 +4,14 @@
  * reloads and 100,000 requests are warm-up; RSS must then grow by at most 10%.
  * Server on core 0, wrk on core 1, a checker publishing (temp file + rename)
  * in this process.
- * Run: npm run bench:soak [-- --records N]
+ * Run: npm run bench -- soak [--records N]
  */
 import { copyFileSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BENCH_KEY, CLI, generateSnapshot, serverMemory, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, type WrkResult, writeResult } from './harness.js';
 import { QUERY_MIX } from './mix.js';
-import { freePorts } from '../test/helpers/cli.js';
+import { freePorts } from '../support/ports.js';
 
 const recordsArg = process.argv.indexOf('--records');
 const RECORDS = recordsArg > 0 ? Number(process.argv[recordsArg + 1]) : 100_000;

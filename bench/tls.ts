@@ -10,13 +10,13 @@
  * - T3, a big body over TLS (every record as JSON, 4 connections), in MB/s;
  * - T4, with --baseline CLI (another build's dist/src/cli/main.js): the small
  *   answers over plain HTTP, this build against that one.
- * Run: npm run bench:tls [-- --quick] [-- --records N] [-- --baseline PATH]
+ * Run: npm run bench -- tls [--quick] [-- --records N] [-- --baseline PATH]
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TestAuthority } from '../test/helpers/certificates.js';
-import { freePorts } from '../test/helpers/cli.js';
+import { TestAuthority } from '../support/certificates.js';
+import { freePorts } from '../support/ports.js';
 import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, round2, startPinned, stop, writeBenchKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
 import { startNginx } from './contenders/nginx.js';
 import { SMALL_MIX } from './mix.js';

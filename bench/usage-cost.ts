@@ -5,14 +5,14 @@
  * each one made and the microseconds Redis spent on them (INFO
  * commandstats), and whether any KEYS or SCAN ran. Redis on core 1, the
  * instance on core 0.
- * Run: npm run bench:usage-cost
+ * Run: npm run bench -- usage-cost
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from 'redis';
-import { freePorts } from '../test/helpers/cli.js';
+import { freePorts } from '../support/ports.js';
 import { CLI, LOAD_CORE, generateSnapshot, median, round2, sleep, startPinned, stop, waitFor, writeResult } from './harness.js';
 
 const KEYS = 10_000;

@@ -5,12 +5,12 @@
  * snapshot is renamed in every held request has its 200; and the small
  * queries' p99 with and without the held requests, and its ratio.
  * Server on core 0, wrk on core 1.
- * Run: npm run bench:wait [-- --held N]
+ * Run: npm run bench -- wait [--held N]
  */
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePorts } from '../test/helpers/cli.js';
+import { freePorts } from '../support/ports.js';
 import { BENCH_KEY, CLI, generateSnapshot, round2, sleep, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk } from './harness.js';
 import { SMALL_MIX } from './mix.js';
 import { holdRequests, metricNow, statusCounts } from './held.js';

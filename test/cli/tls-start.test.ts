@@ -4,7 +4,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { TestAuthority } from '../helpers/certificates.js';
+import { TestAuthority } from '../../support/certificates.js';
 import { exitWithin, freePort, runCli, runCliSync } from '../helpers/cli.js';
 import { readRaw } from '../helpers/http-read.js';
 import { eventually, tempDir } from '../helpers/server.js';

@@ -6,7 +6,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { TestAuthority } from '../helpers/certificates.js';
+import { TestAuthority } from '../../support/certificates.js';
 import { freePorts, needCommand, serveProcesses } from '../helpers/cli.js';
 import { haproxyCheck, haproxyConfig, startHaproxy } from '../helpers/haproxy.js';
 import { readRaw } from '../helpers/http-read.js';

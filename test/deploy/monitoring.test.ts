@@ -3,7 +3,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { TestAuthority } from '../helpers/certificates.js';
+import { TestAuthority } from '../../support/certificates.js';
 import { needCommand } from '../helpers/cli.js';
 import { readRaw } from '../helpers/http-read.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';

@@ -1,11 +1,14 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { freePorts } from '../../support/ports.js';
 import { UNLIMITED, eventually, tempDir } from './server.js';
+
+export { freePort, freePorts } from '../../support/ports.js';
+export { needCommand } from '../../support/commands.js';
 
 /** The built command line, started the way a user starts it. */
 export const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
@@ -55,12 +58,6 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, as?: { uid: 
   return { proc, stdout: () => out, stderr: () => err, exited };
 }
 
-/** Fails with what to install when a real component the tests start is missing. */
-export function needCommand(command: string, debianPackage: string): void {
-  const found = spawnSync('sh', ['-c', `command -v ${command}`], { encoding: 'utf8' });
-  if (found.status !== 0) throw new Error(`${command} is not installed: npm run setup installs it (Debian package ${debianPackage}; docs/testing.md)`);
-}
-
 /** Runs the command line to its end (for commands that exit at once). */
 export function runCliSync(args: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 20_000 });
@@ -83,21 +80,6 @@ export async function exitWithin(child: Child, ms: number): Promise<number | nul
   }
 }
 
-/**
- * Distinct ports free right now, from the system, for servers started as
- * processes (which cannot be handed the kernel's pick of port 0). A number
- * picked at random could be the local port of one of the many client sockets
- * that tests and benchmarks open.
- */
-export async function freePorts(count: number): Promise<number[]> {
-  const probes = Array.from({ length: count }, () => createServer());
-  await Promise.all(probes.map((probe) => new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))));
-  const ports = probes.map((probe) => (probe.address() as AddressInfo).port);
-  await Promise.all(probes.map((probe) => new Promise((resolve) => probe.close(resolve))));
-  return ports;
-}
-
-export const freePort = async (): Promise<string> => String((await freePorts(1))[0]);
 
 /** Waits until the server on `port` answers /health with 200 (docs/operations.md, Health). */
 export function untilReady(port: string | number, ms = 30_000): Promise<void> {

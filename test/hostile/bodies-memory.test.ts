@@ -1,8 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { serveProcesses } from '../helpers/cli.js';
-import { leaveAfter, readThenHold } from '../helpers/hostile-clients.js';
-import { MB, cpuSeconds, rssBytes, watchPeakRss } from '../helpers/process-stats.js';
+import { leaveAfter, readThenHold } from '../../support/hostile-clients.js';
+import { MB, cpuSeconds, rssBytes, watchPeakRss } from '../../support/process-stats.js';
 import { eventually } from '../helpers/server.js';
 
 /**

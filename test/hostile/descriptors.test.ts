@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { CLI, freePorts, needCommand, untilReady } from '../helpers/cli.js';
-import { cpuSeconds } from '../helpers/process-stats.js';
+import { cpuSeconds } from '../../support/process-stats.js';
 import { eventually, tempDir } from '../helpers/server.js';
 
 /**

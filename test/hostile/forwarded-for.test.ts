@@ -4,7 +4,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { TestAuthority } from '../helpers/certificates.js';
+import { TestAuthority } from '../../support/certificates.js';
 import { exitWithin, freePorts, runCli, untilReady, type Child } from '../helpers/cli.js';
 import { haproxyConfig, startHaproxy } from '../helpers/haproxy.js';
 import { getFrom } from '../helpers/http-from.js';

@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { serveProcesses } from '../helpers/cli.js';
-import { MB, rssBytes } from '../helpers/process-stats.js';
+import { MB, rssBytes } from '../../support/process-stats.js';
 import { eventually } from '../helpers/server.js';
 
 /**

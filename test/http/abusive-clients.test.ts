@@ -2,9 +2,9 @@ import { connect, type Socket } from 'node:net';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
-import { percentile } from '../helpers/hostile-clients.js';
+import { percentile } from '../../support/hostile-clients.js';
 import { RawConnection } from '../helpers/raw-http.js';
-import { atRate, throttledRead } from '../helpers/slow-read.js';
+import { atRate, throttledRead } from '../../support/slow-read.js';
 import { TEST_KEY, TEST_NOW_S, eventually, type TestServer, serverSuite } from '../helpers/server.js';
 
 /**

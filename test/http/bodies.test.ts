@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
 import { metricValue, readDigest, readRaw, sha256 } from '../helpers/http-read.js';
-import { atRate, throttledRead } from '../helpers/slow-read.js';
+import { atRate, throttledRead } from '../../support/slow-read.js';
 import { TEST_KEY, TEST_NOW_S, eventually, startTestServer, type TestServer, serverSuite } from '../helpers/server.js';
 
 /**

@@ -7,7 +7,7 @@ import { connect as connectTls } from 'node:tls';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
-import { TestAuthority } from '../helpers/certificates.js';
+import { TestAuthority } from '../../support/certificates.js';
 import { needCommand } from '../helpers/cli.js';
 import { metricValue, readRaw } from '../helpers/http-read.js';
 import { captureLog } from '../helpers/log.js';

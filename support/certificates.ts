@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { needCommand } from './cli.js';
+import { needCommand } from './commands.js';
 
 /**
  * A certificate authority of the tests' own, made by openssl in `dir`, that

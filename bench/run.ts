@@ -1,0 +1,60 @@
+/**
+ * The one bench runner: `npm run bench -- NAME [options]` runs a benchmark
+ * (after the build), its options passed on; `npm run bench` lists them, one
+ * line each. bench/README.md has what each measured, and how.
+ */
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+interface Bench {
+  name: string;
+  /** The compiled script, beside this one. */
+  file: string;
+  /** Node's own flags the benchmark needs (a full collection on demand, a bigger heap). */
+  node?: string[];
+  /** Pinned to a core of its own, apart from the server it measures. */
+  pinned?: boolean;
+  line: string;
+  options?: string;
+}
+
+const BENCHES: Bench[] = [
+  { name: 'ratios', file: 'ratios.js', line: 'this server against a bare uWebSockets.js app serving the same bytes (B1 small answers, B2 the mix, B7 gzip, B8 the real mix, also against nginx)', options: '[--quick] [--records N] [--only B1,B8]' },
+  { name: 'http', file: 'http-bench.js', line: 'the query mix against this server (cache on and off), the ceiling, nginx with the same bodies and the naive server', options: '[--quick]' },
+  { name: 'tls', file: 'tls.js', line: 'HTTPS: small answers, new TLS connections and a big body against nginx over TLS; plain HTTP against another build', options: '[--quick] [--records N] [--baseline CLI]' },
+  { name: 'burst', file: 'burst.js', line: '30 readers of a 70 MB body beside small queries: fairness and memory', options: '[--quick]' },
+  { name: 'rate', file: 'fixed-rate.js', line: 'latency at a fixed offered rate on the query mix, against the ceiling' },
+  { name: 'new-connections', file: 'new-connections.js', line: 'one client alone, each small query on a new connection, against the ceiling' },
+  { name: 'engine', file: 'engine.js', node: ['--max-old-space-size=8192'], line: 'the query engine in process against the naive reference: µs per query, the whole dump', options: '[--records N]' },
+  { name: 'core', file: 'core-figures.js', node: ['--expose-gc'], line: 'build time and memory of 100,000 and 1,000,000 records, and one selective query, in process' },
+  { name: 'compression', file: 'compression.js', node: ['--max-old-space-size=8192'], line: 'gzip levels 1-6 and brotli qualities 1-5 on the JSON dumps: time and size' },
+  { name: 'etag', file: 'etag-cost.js', line: 'the small answers against the build before ETags', options: '[--baseline REV]' },
+  { name: 'reload', file: 'reload.js', node: ['--expose-gc'], line: 'reloads in process: time, longest stall of the event loop, memory', options: '[--records N]' },
+  { name: 'reload-rss', file: 'reload-rss.js', line: 'the memory of a server answering the real mix while new snapshots land', options: '[--records N]' },
+  { name: 'reload-load', file: 'reload-under-load.js', line: '10 reloads of 1,000,000 records under the query mix: no failed response, p99 against a run without' },
+  { name: 'soak', file: 'soak.js', line: '100 reloads and 1,000,000 requests: the RSS after warm-up may grow by 10% at most', options: '[--records N]' },
+  { name: 'since', file: 'since.js', node: ['--expose-gc'], line: 'change sets: exactness, history, held requests, distinct selections', options: '[--records N] [--only exact|history|held|distinct]' },
+  { name: 'wait', file: 'wait.js', line: '10,000 held wait=60 requests: memory each, answered after a swap' },
+  { name: 'slow-reader', file: 'slow-reader.js', line: 'a client reading a 20 MB dump at 100 KB/s beside small queries: what it got, and the others\' latency' },
+  { name: 'hostile', file: 'hostile.js', pinned: true, line: 'hostile clients with the defaults, small queries timed by a prober of their own', options: '[--records N] [--cli PATH]' },
+  { name: 'access', file: 'access-check.js', node: ['--expose-gc'], line: 'the key and limit check of one request, in process' },
+  { name: 'limits', file: 'limits-throughput.js', line: 'throughput when 90% of requests are refused by the limits, against all accepted' },
+  { name: 'usage-cost', file: 'usage-cost.js', line: 'GET /usage with 10,000 limited keys against one Redis' },
+  { name: 'cluster', file: 'cluster.js', line: 'several instances and Redis: memory, admissions per second, an instance stopped' },
+  { name: 'redis-clients', file: 'redis-clients.js', line: 'the limiter\'s own Redis connection against ioredis with auto-pipelining' },
+  { name: 'runtimes', file: 'runtimes.js', line: 'Node 20 + uWebSockets.js v20.30 against Node 24 + v20.57, each with its ceiling', options: '--node24 PATH [--records N]' },
+];
+
+const [name, ...options] = process.argv.slice(2);
+const bench = BENCHES.find((b) => b.name === name);
+if (!bench) {
+  if (name !== undefined) console.error(`bench: no benchmark named "${name}"`);
+  const width = Math.max(...BENCHES.map((b) => b.name.length));
+  console.log('npm run bench -- NAME [options]   (figures and method: bench/README.md)\n');
+  for (const b of BENCHES) console.log(`  ${b.name.padEnd(width)}  ${b.line}${b.options ? `  ${b.options}` : ''}`);
+  process.exit(name === undefined ? 0 : 2);
+}
+const script = fileURLToPath(new URL(`./${bench.file}`, import.meta.url));
+const args = [...(bench.node ?? []), script, ...options];
+const run = bench.pinned ? spawnSync('taskset', ['-c', '1', process.execPath, ...args], { stdio: 'inherit' }) : spawnSync(process.execPath, args, { stdio: 'inherit' });
+process.exit(run.status ?? 1);
