@@ -51,8 +51,8 @@ test('a 1.5-million-key file loads while small requests are answered; the keys c
     loaded = true;
     await client;
     assert.ok(answered > 50, `${answered} requests answered during the ${Math.round(loadMs)} ms of the load`);
-    // JSON.parse of the file alone takes seconds: on the event loop, no request would be answered meanwhile.
-    assert.ok(longestGapMs < 1000, `the longest wait between two answers was ${Math.round(longestGapMs)} ms, in a load of ${Math.round(loadMs)} ms`);
+    // JSON.parse of the file alone takes seconds: on the event loop, the longest wait between two answers would be most of the load.
+    assert.ok(longestGapMs < loadMs / 4, `the longest wait between two answers was ${Math.round(longestGapMs)} ms, in a load of ${Math.round(loadMs)} ms`);
     const entry = t.server.keys.table.get((123_456).toString(16).padStart(64, '0'));
     assert.equal([entry?.name, entry?.limits.daily, entry?.limits.perWindow], ['customer-123456', 100000, 10]);
     assert.is((await t.api('count=1')).status, 200, 'the key of the new file that the test uses');

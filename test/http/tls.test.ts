@@ -95,17 +95,13 @@ https('a client that reads slower than the socket takes (curl --limit-rate) gets
   const path = api('get=json&time=100000');
   const plain = await readRaw(ctx.plain.server.port, path);
   const port = ctx.secure.server.port;
-  const out = join(ctx.dir, 'slow.json');
   // 8 MB/s: the socket fills, and the rest goes out on writable events, which over TLS must be watched for as over plain HTTP.
-  const started = performance.now();
+  // Left to the once-a-second push instead, the body did not arrive within curl's 20 s (a bound on a hang, about 20 times the pace).
+  const args = ['-sS', '--limit-rate', '8M', '--max-time', '20', '--cacert', ctx.authority.ca, '--resolve', `localhost:${port}:127.0.0.1`, '-o', join(ctx.dir, 'slow.json'), '-w', '%{http_code}', `https://localhost:${port}${path}`];
   // Not spawnSync: the server answers from this process's event loop.
-  const run = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
-    execFile('curl', ['-sS', '--limit-rate', '8M', '--max-time', '20', '--cacert', ctx.authority.ca, '--resolve', `localhost:${port}:127.0.0.1`, '-o', out, '-w', '%{http_code}', `https://localhost:${port}${path}`], (_err, stdout, stderr) => resolve({ stdout, stderr })));
-  const ms = performance.now() - started;
-  assert.is(run.stdout, '200', run.stderr);
-  assert.ok(readFileSync(out).equals(plain.body), `the same ${plain.body.length} bytes`);
-  const atPace = (plain.body.length / (8 * 1024 * 1024)) * 1000;
-  assert.ok(ms < atPace * 2 + 1000, `read in ${Math.round(ms)} ms, at 8 MB/s ${Math.round(atPace)} ms`);
+  const overTls = await new Promise<{ status: string; stderr: string }>((resolve) => execFile('curl', args, (_err, stdout, stderr) => resolve({ status: stdout, stderr })));
+  assert.is(overTls.status, '200', overTls.stderr);
+  assert.ok(readFileSync(join(ctx.dir, 'slow.json')).equals(plain.body), `the same ${plain.body.length} bytes`);
 });
 
 https('since and wait over HTTPS: a held request is answered on a new snapshot', async (ctx) => {
