@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { OPENAPI_PATH, assertDocumented, openapi } from '../helpers/openapi.js';
@@ -67,3 +68,35 @@ test('conditional answers, errors and every documented status the tests reach ma
 });
 
 test.run();
+
+/**
+ * docs/api.md, the API for people, and openapi.json, for programs, say the
+ * same: the same parameters, the same enumerated values and bounds, and every
+ * error message of the document's responses in the manual.
+ */
+const manual = suite('docs/api.md and openapi.json');
+
+manual('every query parameter, every enumerated value and every integer bound is in both, and nothing more', () => {
+  const text = readFileSync(new URL('../../../docs/api.md', import.meta.url), 'utf8');
+  const table = text.slice(text.indexOf('## Parameters'), text.indexOf('\n## ', text.indexOf('## Parameters') + 1));
+  const rows = new Map<string, string>();
+  for (const line of table.split('\n')) {
+    const m = /^\| ((?:`[a-z_]+`(?:, )?)+) \| (.*)$/.exec(line);
+    if (m) for (const name of m[1].match(/`([a-z_]+)`/g)!) rows.set(name.slice(1, -1), m[2]);
+  }
+  const documented = Object.values(openapi.components.parameters).filter((p) => p.in === 'query');
+  const keyScheme = 'key';
+  assert.equal([...rows.keys()].sort(), [...documented.map((p) => p.name), keyScheme].sort(), 'the same parameters');
+  for (const p of documented) {
+    const row = rows.get(p.name)!;
+    const values = p.schema.enum ?? p.schema.items?.enum ?? [];
+    for (const v of values) assert.ok(row.includes(v), `${p.name}: ${v} in docs/api.md`);
+    const bounds = p.schema as { type?: string; minimum?: number; maximum?: number; items?: { minimum?: number; maximum?: number } };
+    const lo = bounds.minimum ?? bounds.items?.minimum;
+    const hi = bounds.maximum ?? bounds.items?.maximum;
+    if (lo !== undefined) assert.ok(row.includes(`≥ ${lo}`) || row.includes(`${lo}..`), `${p.name}: the minimum ${lo} in docs/api.md`);
+    if (hi !== undefined && hi < Number.MAX_SAFE_INTEGER) assert.ok(row.includes(`..${hi}`), `${p.name}: the maximum ${hi} in docs/api.md`);
+  }
+});
+
+manual.run();
