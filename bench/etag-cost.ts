@@ -17,8 +17,9 @@ import { BENCH_KEY, CLI, generateSnapshot, median, round2, startPinned, stop, wa
 import { SMALL_MIX } from './mix.js';
 
 const arg = process.argv.indexOf('--baseline');
-/** get=stats, the last revision whose answers carry no ETag. */
-const BASELINE = arg > 0 ? process.argv[arg + 1] : '0c90c0d';
+/** By default the last revision whose answers carry no ETag: the parent of the one that added src/query/etag.ts. */
+const added = execFileSync('git', ['log', '--diff-filter=A', '--format=%h', '--', 'src/query/etag.ts']).toString().trim().split('\n').pop();
+const BASELINE = arg > 0 ? process.argv[arg + 1] : `${added}^`;
 const RECORDS = 100_000;
 const RUNS = 5;
 const SECONDS = 10;
