@@ -1,4 +1,4 @@
-import type { BodyBudget } from './budget.js';
+import type { BodyBudget } from './body-memory.js';
 import { compressor, type Encoding } from './content-coding.js';
 import { BytesBody, type Body, type Source } from './body.js';
 

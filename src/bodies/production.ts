@@ -1,6 +1,6 @@
 import type { BodyWriter } from '../render/envelope.js';
 import type { OutputBuffer } from '../render/output-buffer.js';
-import type { BodyBudget } from './budget.js';
+import type { BodyMemory } from './body-memory.js';
 import type { Body, Source } from './body.js';
 
 /**
@@ -17,17 +17,12 @@ const MEASURE_SLICE_ROWS = 16 * 1024;
 export interface ProductionOwner {
   /** The render buffer of the event loop: chunks are written there, then copied out. */
   readonly out: OutputBuffer;
-  readonly pool: ChunkPool;
-  /** The memory of bodies in flight, which chunks kept for readers and selections draw from. */
-  readonly budget: BodyBudget;
+  /** The memory of bodies in flight, which buffers kept whole, chunks kept for readers and selections draw from. */
+  readonly memory: BodyMemory;
   /** The production is over: it takes no more readers. */
   retired(p: Production): void;
   /** The rows are read no more. */
   giveBackRows(rows: Uint32Array): void;
-  /** A buffer for a body of this length kept whole while it is read, from the budget; null when there is no room. */
-  claim(bytes: number): Uint8Array | null;
-  /** A claimed buffer is read no more (`reusable`), or is now the response cache's. */
-  unclaim(buf: Uint8Array, reusable: boolean): void;
 }
 
 /** Who keeps a complete body: the response cache. */
@@ -49,25 +44,6 @@ interface Chunk {
   pooled: Uint8Array | null;
   /** Bytes of the budget it holds: those of a chunk kept in the ring. */
   budgeted: number;
-}
-
-/**
- * Fixed-size buffers for chunks, reused: a fresh buffer costs a page fault
- * per 4 KB written, and the garbage collector later.
- */
-export class ChunkPool {
-  private readonly spares: Uint8Array[] = [];
-
-  constructor(private readonly size: number, private readonly maxSpares: number) {}
-
-  take(bytes: number): Uint8Array {
-    if (bytes > this.size) return new Uint8Array(bytes);
-    return this.spares.pop() ?? new Uint8Array(this.size);
-  }
-
-  giveBack(buf: Uint8Array): void {
-    if (buf.length === this.size && this.spares.length < this.maxSpares) this.spares.push(buf);
-  }
 }
 
 /**
@@ -127,7 +103,7 @@ export class Production implements Source {
     this.rowsPerChunk = Math.max(1, Math.floor(CHUNK_BYTES / writer.rowBound));
     this.chunkCount = Math.max(1, Math.ceil(writer.n / this.rowsPerChunk));
     this.rowsBytes = writer.rows.buffer.byteLength + writer.frameBytes;
-    owner.budget.take(this.rowsBytes);
+    owner.memory.budget.take(this.rowsBytes);
     this.measure(0, writer.frameLength(), false);
   }
 
@@ -142,7 +118,7 @@ export class Production implements Source {
   private ready(total: number, later: boolean): void {
     this.total = total;
     // Kept whole if the budget has room; a body the cache may keep is then the cache's once complete (with where its records end, for narrowing).
-    this.whole = this.claimed = this.owner.claim(total);
+    this.whole = this.claimed = this.owner.memory.claim(total);
     if (this.whole && this.recordEnds && this.keeper?.fits(total)) this.wholeEnds = new Uint32Array(this.writer.n);
     const waiting = [...this.waiting];
     this.waiting.clear();
@@ -209,7 +185,7 @@ export class Production implements Source {
     // Held before the ring is trimmed: a reader far behind may have rendered the oldest chunk.
     c.holders++;
     // Kept for the readers behind only while the budget has room; otherwise its reader alone holds it.
-    if (this.owner.budget.tryTake(c.pooled!.length)) {
+    if (this.owner.memory.budget.tryTake(c.pooled!.length)) {
       c.budgeted = c.pooled!.length;
       this.ring.set(i, c);
       if (this.ring.size > RING_CHUNKS) this.evictOldest();
@@ -236,7 +212,7 @@ export class Production implements Source {
   readerParked(): void {
     if (++this.parked < this.readers) return;
     if (this.claimed) {
-      this.owner.unclaim(this.claimed, true);
+      this.owner.memory.unclaim(this.claimed, true);
       this.claimed = null;
       this.whole = null;
       this.wholeEnds = null;
@@ -261,16 +237,16 @@ export class Production implements Source {
     const [from, to] = this.rowsOf(i);
     this.writer.write(out, from, to);
     const bytes = out.view();
-    const pooled = this.owner.pool.take(bytes.length);
+    const pooled = this.owner.memory.pool.take(bytes.length);
     pooled.set(bytes);
     return { index: i, span: 1, bytes: pooled.subarray(0, bytes.length), holders: 0, pooled, budgeted: 0 };
   }
 
   /** A chunk that no reader holds and the ring no longer keeps: its buffer and budget go back. */
   private free(c: Chunk): void {
-    if (c.pooled) this.owner.pool.giveBack(c.pooled);
+    if (c.pooled) this.owner.memory.pool.giveBack(c.pooled);
     c.pooled = null;
-    this.owner.budget.give(c.budgeted);
+    this.owner.memory.budget.give(c.budgeted);
     c.budgeted = 0;
   }
 
@@ -293,11 +269,11 @@ export class Production implements Source {
     const kept = this.keeper.keep(whole, this.writer.rows, this.wholeEnds);
     if (kept.rows) {
       this.rowsGone = true;
-      this.owner.budget.give(this.rowsBytes);
+      this.owner.memory.budget.give(this.rowsBytes);
     }
     // The cache's budget counts the bytes from now on; readers still read them here.
     if (kept.bytes && this.claimed) {
-      this.owner.unclaim(this.claimed, false);
+      this.owner.memory.unclaim(this.claimed, false);
       this.claimed = null;
     }
   }
@@ -325,7 +301,7 @@ export class Production implements Source {
 
   /** No reader is left: the ring's chunks, the rows and the budget go back. */
   private releaseAll(): void {
-    if (this.claimed) this.owner.unclaim(this.claimed, true);
+    if (this.claimed) this.owner.memory.unclaim(this.claimed, true);
     this.claimed = null;
     this.whole = null;
     for (const c of this.ring.values()) if (c.holders === 0) this.free(c);
@@ -333,7 +309,7 @@ export class Production implements Source {
     if (!this.rowsGone) {
       this.rowsGone = true;
       this.owner.giveBackRows(this.writer.rows);
-      this.owner.budget.give(this.rowsBytes);
+      this.owner.memory.budget.give(this.rowsBytes);
     }
   }
 }

@@ -9,10 +9,10 @@ import { BodyWriter, type ChangeFrame } from '../render/envelope.js';
 import { OutputBuffer } from '../render/output-buffer.js';
 import { statsJson } from '../render/stats-body.js';
 import type { Store } from '../store/store.js';
-import { BodyBudget } from './budget.js';
+import { BodyMemory } from './body-memory.js';
 import { Compression, CompressionSlots } from './compression.js';
 import { MIN_ENCODED_BYTES, type Encoding } from './content-coding.js';
-import { CHUNK_BYTES, ChunkPool, Production, type ProductionOwner } from './production.js';
+import { CHUNK_BYTES, Production, type ProductionOwner } from './production.js';
 import { ResponseCache, countBelow } from './response-cache.js';
 import { BytesBody, type Body, type Source } from './body.js';
 
@@ -24,13 +24,6 @@ const POOLED_CHUNKS = 128;
  * kept whole while it is read. Past it, bodies go through a ring of chunks.
  */
 export const DEFAULT_WHOLE_BODIES_BYTES = 512 * 1024 * 1024;
-/**
- * A buffer given back by a production is kept this long for the next one.
- * Each new one costs a page fault per 4 KB written, and freeing one stalls
- * the garbage collector: clients that fetch the same large body again and
- * again would pay both each time (bench/README.md has the measure).
- */
-const SPARE_WHOLE_MS = 60_000;
 
 /** Bytes in memory, ready to send as they are. */
 class Ready implements Source {
@@ -105,19 +98,15 @@ export class BodySources implements ProductionOwner {
   cacheHits = 0;
   cacheMisses = 0;
   readonly out = new OutputBuffer();
-  readonly pool = new ChunkPool(CHUNK_BYTES + 64 * 1024, POOLED_CHUNKS);
-  readonly budget: BodyBudget;
+  readonly memory: BodyMemory;
   readonly slots = new CompressionSlots();
   private readonly underWay = new Map<string, Production | Compression>();
   /** Per narrowable body's key, the production of the widest window under way: narrower windows read a prefix of it. */
   private readonly widest = new Map<string, { p: Production; end: number }>();
-  /** A buffer given back, kept (and counted in the budget) for the next claim. */
-  private spare: Uint8Array | null = null;
-  private spareTimer: NodeJS.Timeout | null = null;
 
   /** `scratch` is the query working space of the event loop, shared with whatever else runs queries there. */
   constructor(private readonly cache: ResponseCache, private readonly scratch: QueryScratch, budgetBytes: number, private readonly log: Logger) {
-    this.budget = new BodyBudget(budgetBytes);
+    this.memory = new BodyMemory(budgetBytes, CHUNK_BYTES + 64 * 1024, POOLED_CHUNKS);
   }
 
   /** Productions and compressions under way. */
@@ -147,7 +136,7 @@ export class BodySources implements ProductionOwner {
       }
       const plain = this.plain(store, plan, end, nowMs, key, true, changes);
       if (plain.total >= 0 && plain.total < MIN_ENCODED_BYTES) return plain;
-      const c = new Compression(encodedKey, encoding, plain, this.budget, this.slots, (done, bytes, err) => this.compressed(done, bytes, err, end));
+      const c = new Compression(encodedKey, encoding, plain, this.memory.budget, this.slots, (done, bytes, err) => this.compressed(done, bytes, err, end));
       this.compressions++;
       if (c.total < 0) this.underWay.set(encodedKey, c);
       return c;
@@ -170,7 +159,7 @@ export class BodySources implements ProductionOwner {
     }
     if (!encoding || (plain.total >= 0 && plain.total < MIN_ENCODED_BYTES)) return plain;
     this.compressions++;
-    return new Compression('', encoding, plain, this.budget, this.slots, (_c, _bytes, err) => this.failed(err));
+    return new Compression('', encoding, plain, this.memory.budget, this.slots, (_c, _bytes, err) => this.failed(err));
   }
 
   /** The plain body; `stable` when its bytes must outlive the next request (compression reads them later, or several requests do). */
@@ -250,45 +239,6 @@ export class BodySources implements ProductionOwner {
     if (this.underWay.get(p.key) === p) this.underWay.delete(p.key);
     const key = p.key.slice(0, p.key.lastIndexOf('|'));
     if (this.widest.get(key)?.p === p) this.widest.delete(key);
-  }
-
-  claim(bytes: number): Uint8Array | null {
-    const spare = this.spare;
-    if (spare && spare.length >= bytes) {
-      // Already counted in the budget: it changes hands.
-      this.spare = null;
-      this.clearSpareTimer();
-      return spare.subarray(0, bytes);
-    }
-    if (!this.budget.tryTake(bytes)) {
-      this.dropSpare();
-      if (!this.budget.tryTake(bytes)) return null;
-    }
-    // Never a slice of Node's shared pool: the whole buffer is what the budget counts.
-    const raw = Buffer.allocUnsafeSlow(bytes);
-    return new Uint8Array(raw.buffer, raw.byteOffset, bytes);
-  }
-
-  unclaim(buf: Uint8Array, reusable: boolean): void {
-    const whole = new Uint8Array(buf.buffer, buf.byteOffset, buf.buffer.byteLength - buf.byteOffset);
-    if (!reusable || (this.spare && this.spare.length >= whole.length)) {
-      this.budget.give(whole.length);
-      return;
-    }
-    this.dropSpare();
-    this.spare = whole;
-    this.spareTimer = setTimeout(() => this.dropSpare(), SPARE_WHOLE_MS).unref();
-  }
-
-  private dropSpare(): void {
-    this.clearSpareTimer();
-    if (this.spare) this.budget.give(this.spare.length);
-    this.spare = null;
-  }
-
-  private clearSpareTimer(): void {
-    if (this.spareTimer) clearTimeout(this.spareTimer);
-    this.spareTimer = null;
   }
 
   giveBackRows(rows: Uint32Array): void {

@@ -66,9 +66,9 @@ export class Metrics {
     counterFrom({ name: 'proxylist_body_compressions_total', help: 'Bodies compressed (each shared likewise)' }, () => bodies.compressions);
     counterFrom({ name: 'proxylist_body_joins_total', help: 'Requests that joined a production or compression under way' }, () => bodies.joins);
     gauge('proxylist_body_productions_in_flight', 'Productions and compressions under way', () => bodies.inFlight);
-    gauge('proxylist_body_budget_bytes', 'Bytes of the budget of bodies in flight (--bodies-mb) taken now', () => bodies.budget.used);
-    gauge('proxylist_body_budget_peak_bytes', 'The most bytes of that budget ever taken at once', () => bodies.budget.peak);
-    counterFrom({ name: 'proxylist_body_budget_refusals_total', help: 'Bodies or chunks not kept, and compressions sent plain, for want of room in the budget' }, () => bodies.budget.refusals);
+    gauge('proxylist_body_budget_bytes', 'Bytes of the budget of bodies in flight (--bodies-mb) taken now', () => bodies.memory.budget.used);
+    gauge('proxylist_body_budget_peak_bytes', 'The most bytes of that budget ever taken at once', () => bodies.memory.budget.peak);
+    counterFrom({ name: 'proxylist_body_budget_refusals_total', help: 'Bodies or chunks not kept, and compressions sent plain, for want of room in the budget' }, () => bodies.memory.budget.refusals);
     gauge('proxylist_compressions_waiting', 'Compressions waiting for their turn (a few run at once)', () => bodies.slots.waiting);
     counterFrom({ name: 'proxylist_change_sets_total', help: 'Change sets worked out (since=), each shared by the held requests of one cursor and selection' }, () => selector.changeSets);
     gauge('proxylist_snapshot_history_snapshots', 'Snapshots the change sets still start from (--history-s)', () => feed.current?.history.snapshots.length ?? 0);
