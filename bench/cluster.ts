@@ -164,8 +164,8 @@ try {
   const result = {
     date: new Date().toISOString(),
     records: RECORDS,
-    S1_unlimited_mix: { memory_rps: memoryRps, redis_rps: redisRps, runs: s1Runs, ratio: round2(redisRps / memoryRps) },
-    S2_limited_keys: {
+    unlimited_mix: { memory_rps: memoryRps, redis_rps: redisRps, runs: s1Runs, ratio: round2(redisRps / memoryRps) },
+    limited_keys: {
       keys: LIMITED_KEYS,
       ...s2,
       unpaced_ratio: round2(s2.redis.unpaced.rps / s2.memory.unpaced.rps),
@@ -173,9 +173,9 @@ try {
       fcalls: s2Calls,
       redis_usec_per_fcall: round2((s2End.usec - s2Start.usec) / s2Calls),
     },
-    S3_one_key_hammered: { requests: hammer.requests, accepted, refused, fcalls: s3Calls, fcalls_per_refused_beyond_first: refused > 0 ? Math.round((Math.max(0, s3Calls - accepted - 1) / refused) * 10000) / 10000 : 0 },
+    one_key_hammered: { requests: hammer.requests, accepted, refused, fcalls: s3Calls, fcalls_per_refused_beyond_first: refused > 0 ? Math.round((Math.max(0, s3Calls - accepted - 1) / refused) * 10000) / 10000 : 0 },
     redis_benchmark_fcall_per_s: fcallPerS,
-    S5_admissions: {
+    admissions: {
       one_redis: { rps: s5Single.rps, p99_ms: s5Single.p99_ms, non_2xx: s5Single.errors, fcalls: singleAfter.calls - singleBefore.calls, usec_per_fcall: round2((singleAfter.usec - singleBefore.usec) / (singleAfter.calls - singleBefore.calls)) },
       cluster_3_primaries: {
         rps: s5Cluster.rps, p99_ms: s5Cluster.p99_ms, non_2xx: s5Cluster.errors,
@@ -184,7 +184,7 @@ try {
       },
       ratio: round2(s5Cluster.rps / s5Single.rps),
     },
-    S4_drill: { sigterm, sigkill },
+    drill: { sigterm, sigkill },
   };
   writeResult('cluster', result);
 } finally {

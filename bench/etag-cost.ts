@@ -54,8 +54,8 @@ try {
       date: new Date().toISOString(),
       records: RECORDS,
       contenders: contenders.map((c, i) => ({ name: c.name, rps: rps[i], runs_rps: runs[i] })),
-      X5_etag_vs_baseline: round2(rps[0] / rps[1]),
-      X5_if_none_match_vs_none: round2(rps[2] / rps[0]),
+      etag_vs_baseline: round2(rps[0] / rps[1]),
+      if_none_match_vs_none: round2(rps[2] / rps[0]),
     };
     writeResult('etag-cost', result);
   } finally {

@@ -68,14 +68,14 @@ try {
       date: new Date().toISOString(),
       records: RECORDS,
       held_requests: held,
-      X4_rss_per_held_request_kb: round2(((rssHeld - rssBefore) * 1024) / held),
+      rss_per_held_request_kb: round2(((rssHeld - rssBefore) * 1024) / held),
       rss_before_mb: Math.round(rssBefore),
       rss_held_mb: Math.round(rssHeld),
-      X4_all_answered_within_ms_of_rename: Math.round(latest),
+      all_answered_within_ms_of_rename: Math.round(latest),
       statuses_after_swap: statuses,
       small_without_held: without,
       small_with_held: meanwhile,
-      X4_small_p99_ratio: round2(meanwhile.p99_ms / without.p99_ms),
+      small_p99_ratio: round2(meanwhile.p99_ms / without.p99_ms),
     };
     writeResult('wait', result);
   } finally {
