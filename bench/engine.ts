@@ -23,10 +23,9 @@ import { OutputBuffer } from '../src/render/output-buffer.js';
 import { loadSnapshotFile } from '../src/snapshot/decode.js';
 import { Store } from '../src/store/store.js';
 import { NaiveEngine } from '../test/reference/naive-engine.js';
-import { CLI, median, round2, writeResult } from './harness.js';
+import { CLI, median, recordsOption, round2, writeResult } from './harness.js';
 
-const arg = process.argv.indexOf('--records');
-const records = arg > 0 ? Number(process.argv[arg + 1]) : 1_000_000;
+const records = recordsOption(1_000_000);
 const now = Math.floor(Date.now() / 1000);
 const dir = mkdtempSync(join(tmpdir(), 'proxylist-engine-'));
 const file = join(dir, 's.msgpack');

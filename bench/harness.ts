@@ -21,6 +21,21 @@ export function writeResult(name: string, result: unknown, print = true): void {
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 /** Two decimals, for ratios and milliseconds in results. */
+/** The value after `--name` on the command line, or null. */
+export function option(name: string): string | null {
+  const at = process.argv.indexOf(`--${name}`);
+  return at > 0 && at + 1 < process.argv.length ? process.argv[at + 1] : null;
+}
+
+/** `--records N`, or `fallback`: every benchmark that generates a snapshot takes it. */
+export function recordsOption(fallback: number): number {
+  const raw = option('records');
+  if (raw === null) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--records must be a positive integer, not "${raw}"`);
+  return n;
+}
+
 export const round2 = (x: number): number => Math.round(x * 100) / 100;
 export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 

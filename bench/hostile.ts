@@ -20,7 +20,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { leaveAfter, percentile, readThenHold } from '../support/hostile-clients.js';
 import { MB, cpuSeconds, rssBytes, watchPeakRss } from '../support/process-stats.js';
-import { BENCH_KEY, CLI, LOAD_CORE, generateSnapshot, round2, sleep, startPinned, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
+import { BENCH_KEY, CLI, generateSnapshot, LOAD_CORE, recordsOption, round2, sleep, startPinned, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
 
 const cliArg = process.argv.indexOf('--cli');
 const SERVER_CLI = cliArg > 0 ? process.argv[cliArg + 1] : CLI;
@@ -30,8 +30,7 @@ const smallLatencies = (base: string, path: string, ms: number): Promise<number[
   new Promise((resolve, reject) => {
     execFile('taskset', ['-c', LOAD_CORE, process.execPath, PROBE, new URL(base).port, path, String(ms)], (err, out) => (err ? reject(err) : resolve(JSON.parse(out) as number[])));
   });
-const recordsArg = process.argv.indexOf('--records');
-const RECORDS = recordsArg > 0 ? Number(process.argv[recordsArg + 1]) : 200_000;
+const RECORDS = recordsOption(200_000);
 /** The worst case for these options (docs/operations.md, Memory, hostile clients and secrets), no reader without room in the budget. */
 const readmeBoundMb = (): number => Math.round(108 + 0.22 * (RECORDS / 1000) + 10 + 0.22 * (RECORDS / 1000) + 1.2 * (CACHE_MB + BODIES_MB) + 40 + 36);
 const CACHE_MB = 128;

@@ -22,13 +22,12 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../support/ports.js';
-import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, round2, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
+import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, option, recordsOption, round2, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
 import { startNginx } from './contenders/nginx.js';
 import { QUERY_MIX, REAL_MIX, SMALL_MIX } from './mix.js';
 
 const quick = process.argv.includes('--quick');
-const arg = process.argv.indexOf('--records');
-const sizes = arg > 0 ? [Number(process.argv[arg + 1])] : quick ? [100_000] : [100_000, 1_000_000];
+const sizes = option('records') !== null ? [recordsOption(0)] : quick ? [100_000] : [100_000, 1_000_000];
 const RUNS = quick ? 1 : 3;
 const SECONDS = quick ? 3 : 10;
 const GZIP = { 'Accept-Encoding': 'gzip' };

@@ -12,12 +12,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BENCH_KEY, CLI, generateSnapshot, median, round2, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
+import { BENCH_KEY, CLI, generateSnapshot, median, recordsOption, round2, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
 import { REAL_MIX } from './mix.js';
 import { freePorts } from '../support/ports.js';
 
-const arg = process.argv.indexOf('--records');
-const records = arg > 0 ? Number(process.argv[arg + 1]) : 1_000_000;
+const records = recordsOption(1_000_000);
 const RELOADS = 5;
 /** Seconds of the mix before the first reload, and between reloads: RSS under the mix stops growing within them. */
 const SETTLE_S = Number(process.env.SETTLE_S ?? 30);

@@ -13,11 +13,10 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { systemClock } from '../src/core/clock.js';
 import { createLogger } from '../src/core/log.js';
 import { SnapshotFeed } from '../src/snapshot/snapshot-feed.js';
-import { generateSnapshot, median, round2, sleep, writeResult } from './harness.js';
+import { generateSnapshot, median, recordsOption, round2, sleep, writeResult } from './harness.js';
 
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
-const arg = process.argv.indexOf('--records');
-const records = arg > 0 ? Number(process.argv[arg + 1]) : 1_000_000;
+const records = recordsOption(1_000_000);
 const RELOADS = 5;
 const mb = (b: number) => Math.round(b / 1048576);
 

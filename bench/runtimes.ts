@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../support/ports.js';
-import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, round2, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkResult } from './harness.js';
+import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, recordsOption, round2, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkResult } from './harness.js';
 import { SMALL_MIX } from './mix.js';
 
 const arg = (name: string): string | undefined => {
@@ -23,7 +23,7 @@ const arg = (name: string): string | undefined => {
 };
 const NODE24 = arg('--node24');
 if (!NODE24) throw new Error('usage: npm run bench -- runtimes --node24 PATH (.ci/node24 FOLDER prepares one)');
-const RECORDS = Number(arg('--records') ?? 100_000);
+const RECORDS = recordsOption(100_000);
 const RUNS = 3;
 const SECONDS = 10;
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));

@@ -43,10 +43,9 @@ import type { Store } from '../src/store/store.js';
 import { TYPES } from '../src/core/vocabulary.js';
 import { freePorts } from '../support/ports.js';
 import { holdRequests, metricNow, statusCounts } from './held.js';
-import { BENCH_KEY, CLI, SERVER_CORE, median, round2, sleep, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
+import { BENCH_KEY, CLI, median, recordsOption, round2, SERVER_CORE, sleep, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
 
-const arg = process.argv.indexOf('--records');
-const RECORDS = arg > 0 ? Number(process.argv[arg + 1]) : 1_000_000;
+const RECORDS = recordsOption(1_000_000);
 const onlyArg = process.argv.indexOf('--only');
 const ONLY = onlyArg > 0 ? process.argv[onlyArg + 1] : null;
 const HELD_RECORDS = 200_000;

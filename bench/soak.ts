@@ -9,12 +9,11 @@
 import { copyFileSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BENCH_KEY, CLI, generateSnapshot, serverMemory, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, type WrkResult, writeResult } from './harness.js';
+import { BENCH_KEY, CLI, generateSnapshot, recordsOption, serverMemory, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult, type WrkResult } from './harness.js';
 import { QUERY_MIX } from './mix.js';
 import { freePorts } from '../support/ports.js';
 
-const recordsArg = process.argv.indexOf('--records');
-const RECORDS = recordsArg > 0 ? Number(process.argv[recordsArg + 1]) : 100_000;
+const RECORDS = recordsOption(100_000);
 const RELOADS = 100;
 const WARM_RELOADS = 10;
 const REQUESTS = 1_000_000;
