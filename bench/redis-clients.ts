@@ -9,7 +9,7 @@
 import { Redis } from 'ioredis';
 import { RedisConnection } from '../src/access/redis-connection.js';
 import { FUNCTION_NAME, LIBRARY, keysOf } from '../src/access/redis-function.js';
-import { RedisServer } from '../test/helpers/redis.js';
+import { RedisServer } from '../support/redis.js';
 import { median, round2, sleep, writeResult } from './harness.js';
 
 const BURST = 64;

@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { createClient } from 'redis';
 import { RedisConnection } from '../../src/access/redis-connection.js';
 import { RedisReplyError } from '../../src/access/resp.js';
-import { RedisServer } from '../helpers/redis.js';
+import { RedisServer } from '../../support/redis.js';
 import { eventually } from '../helpers/server.js';
 
 /** The limiter's connection to Redis, against a real redis-server. */

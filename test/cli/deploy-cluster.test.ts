@@ -8,7 +8,7 @@ import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { exitWithin, freePort, needCommand, runCli, untilReady } from '../helpers/cli.js';
 import { StaticOrigin } from '../helpers/nginx.js';
-import { RedisServer } from '../helpers/redis.js';
+import { RedisServer } from '../../support/redis.js';
 import { eventually, tempDir } from '../helpers/server.js';
 
 /**

@@ -6,7 +6,7 @@ import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { exitWithin, freePorts, runCli, untilReady } from '../helpers/cli.js';
 import { haproxyConfig, startHaproxy } from '../helpers/haproxy.js';
-import { RedisServer } from '../helpers/redis.js';
+import { RedisServer } from '../../support/redis.js';
 import { eventually, tempDir } from '../helpers/server.js';
 
 /**

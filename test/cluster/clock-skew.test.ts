@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { CLI, freePorts, needCommand, spawnGroup, stopGroup, untilReady } from '../helpers/cli.js';
-import { RedisServer } from '../helpers/redis.js';
+import { RedisServer } from '../../support/redis.js';
 import { tempDir } from '../helpers/server.js';
 
 /**

@@ -10,7 +10,7 @@ import { freePorts, runCli } from '../helpers/cli.js';
 import { haproxyConfig, startHaproxy } from '../helpers/haproxy.js';
 import { StaticOrigin } from '../helpers/nginx.js';
 import { assertUsageDocumented } from '../helpers/openapi.js';
-import { RedisServer } from '../helpers/redis.js';
+import { RedisServer } from '../../support/redis.js';
 import { eventually, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 
 /**

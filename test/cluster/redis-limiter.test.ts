@@ -7,7 +7,7 @@ import { systemClock } from '../../src/core/clock.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { captureLog } from '../helpers/log.js';
 import { assertUsageDocumented } from '../helpers/openapi.js';
-import { RedisServer } from '../helpers/redis.js';
+import { RedisServer } from '../../support/redis.js';
 import { UNLIMITED, eventually, startTestServer, type TestServer } from '../helpers/server.js';
 
 /**

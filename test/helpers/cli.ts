@@ -9,6 +9,7 @@ import { UNLIMITED, eventually, tempDir } from './server.js';
 
 export { freePort, freePorts } from '../../support/ports.js';
 export { needCommand } from '../../support/commands.js';
+export { spawnGroup, stopGroup } from '../../support/processes.js';
 
 /** The built command line, started the way a user starts it. */
 export const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
@@ -18,33 +19,6 @@ export interface Child {
   stdout(): string;
   stderr(): string;
   exited: Promise<number | null>;
-}
-
-/**
- * Starts a command in a process group of its own, for commands that fork
- * (nginx's workers, faketime's child): stopGroup then reaches all of them.
- */
-export function spawnGroup(command: string, args: string[]): ChildProcess {
-  return spawn(command, args, { stdio: 'ignore', detached: true });
-}
-
-/** Signals every process of the group and waits until none is left (SIGKILL after `ms`). */
-export async function stopGroup(proc: ChildProcess, signal: NodeJS.Signals = 'SIGTERM', ms = 10_000): Promise<void> {
-  const alive = (): boolean => {
-    try {
-      process.kill(-proc.pid!, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  if (!alive()) return;
-  process.kill(-proc.pid!, signal);
-  const deadline = Date.now() + ms;
-  while (alive()) {
-    if (Date.now() > deadline) process.kill(-proc.pid!, 'SIGKILL');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /** Starts the command line; `as` runs it as another user (needs root). */

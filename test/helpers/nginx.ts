@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePorts, needCommand } from './cli.js';
-import { GroupServer } from './group-server.js';
+import { GroupServer } from '../../support/group-server.js';
 import { eventually } from './server.js';
 
 /**

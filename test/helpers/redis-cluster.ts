@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { needCommand } from './cli.js';
-import { RedisServer } from './redis.js';
+import { RedisServer } from '../../support/redis.js';
 import { eventually } from './server.js';
 
 /** deploy/redis-cluster.conf: the tests' cluster is made of it. */

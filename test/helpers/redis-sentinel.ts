@@ -3,8 +3,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts, needCommand } from './cli.js';
-import { GroupServer } from './group-server.js';
-import { RedisServer } from './redis.js';
+import { GroupServer } from '../../support/group-server.js';
+import { RedisServer } from '../../support/redis.js';
 import { eventually } from './server.js';
 
 export const SENTINEL_NAME = 'proxylist';

@@ -1,5 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite, type Test } from 'uvu';
 import type { Clock } from '../../src/core/clock.js';
@@ -7,6 +6,10 @@ import { ManualClock } from './manual-clock.js';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { createLogger } from '../../src/core/log.js';
 import { startServer, type RunningServer, type ServeOptions } from '../../src/server.js';
+import { eventually } from '../../support/eventually.js';
+import { tempDir } from '../../support/temp.js';
+
+export { eventually, tempDir };
 
 /** The instant test snapshots are generated at: 2026-11-28 14:00:00 in UTC+02:00. */
 export const TEST_NOW_S = 1795867200;
@@ -25,18 +28,6 @@ export interface TestServer {
   /** GET /api with the test key prepended to `query`. */
   api(query: string): Promise<Response>;
   close(): Promise<void>;
-}
-
-/** Folders made by tempDir that are still there: whatever a test did not remove goes when the test process exits. */
-const made = new Set<string>();
-process.once('exit', () => {
-  for (const dir of made) rmSync(dir, { recursive: true, force: true });
-});
-
-export function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'proxylist-test-'));
-  made.add(dir);
-  return dir;
 }
 
 /**
@@ -84,12 +75,3 @@ export function serverSuite(title: string, setup: () => TestServerSetup = () => 
   return s;
 }
 
-/** Waits until `check` holds, polling; fails after `ms`. */
-export async function eventually(check: () => boolean | Promise<boolean>, ms = 5000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-}

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { spawnGroup, stopGroup } from './cli.js';
-import { tempDir } from './server.js';
+import { spawnGroup, stopGroup } from './processes.js';
+import { tempDir } from './temp.js';
 
 /**
  * A server the tests start as a process group of its own (so that its

@@ -1,9 +1,10 @@
 import { copyFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
-import { freePorts, needCommand } from './cli.js';
+import { needCommand } from './commands.js';
+import { eventually } from './eventually.js';
 import { GroupServer } from './group-server.js';
-import { eventually } from './server.js';
+import { freePorts } from './ports.js';
 
 /**
  * A real redis-server (Debian's), on a free loopback port, without
