@@ -9,9 +9,10 @@ import { eventually, tempDir } from '../helpers/server.js';
 
 /**
  * Failures outside any request, planted in a real server process by a module
- * preloaded with --import: an uncaught exception is logged, the usage state
- * saved, and the process exits 1; an unhandled rejection is logged and the
- * server keeps serving.
+ * preloaded with --import and set off by SIGUSR2 once the server is ready
+ * (not by a timer, which a slow start could outrun): an uncaught exception is
+ * logged, the usage state saved, and the process exits 1; an unhandled
+ * rejection is logged and the server keeps serving.
  */
 const dir = tempDir();
 const snapshot = join(dir, 'snapshot.msgpack');
@@ -34,8 +35,9 @@ const test = suite('the process around the server');
 
 test('an uncaught exception: logged as fatal, usage saved, exit 1', async () => {
   const state = join(dir, 'uncaught.json');
-  const { child, base } = await serveWith('globalThis.setTimeout(() => { throw new Error("planted failure") }, 1500)', state);
+  const { child, base } = await serveWith('process.on("SIGUSR2", () => setImmediate(() => { throw new Error("planted failure") }))', state);
   assert.is((await fetch(`${base}/api?key=k&count=1`)).status, 200);
+  child.proc.kill('SIGUSR2');
   assert.is(await exitWithin(child, 10_000), 1);
   const fatal = child.stdout().split('\n').find((l) => l.includes('"event":"uncaught_exception"'));
   assert.ok(fatal, child.stdout());
@@ -45,7 +47,8 @@ test('an uncaught exception: logged as fatal, usage saved, exit 1', async () => 
 });
 
 test('an unhandled rejection: logged, and the server keeps serving until stopped', async () => {
-  const { child, base } = await serveWith('globalThis.setTimeout(() => { Promise.reject(new Error("planted rejection")) }, 500)', join(dir, 'rejection.json'));
+  const { child, base } = await serveWith('process.on("SIGUSR2", () => { Promise.reject(new Error("planted rejection")) })', join(dir, 'rejection.json'));
+  child.proc.kill('SIGUSR2');
   await eventually(() => child.stdout().includes('"event":"unhandled_rejection"'), 5000, 'the rejection logged');
   assert.match(child.stdout(), 'planted rejection');
   assert.is((await fetch(`${base}/api?key=k&count=1`)).status, 200);
