@@ -13,13 +13,12 @@ import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freePorts } from '../support/ports.js';
-import { BENCH_KEY, CLI, generateSnapshot, median, round2, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkOptions } from './harness.js';
+import { BENCH_KEY, CLI, generateSnapshot, median, option, round2, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkOptions } from './harness.js';
 import { SMALL_MIX } from './mix.js';
 
-const arg = process.argv.indexOf('--baseline');
 /** By default the last revision whose answers carry no ETag: the parent of the one that added src/query/etag.ts. */
 const added = execFileSync('git', ['log', '--diff-filter=A', '--format=%h', '--', 'src/query/etag.ts']).toString().trim().split('\n').pop();
-const BASELINE = arg > 0 ? process.argv[arg + 1] : `${added}^`;
+const BASELINE = option('baseline') ?? `${added}^`;
 const RECORDS = 100_000;
 const RUNS = 5;
 const SECONDS = 10;

@@ -1,9 +1,14 @@
 /**
  * The one bench runner: `npm run bench -- NAME [options]` runs a benchmark
  * (after the build), its options passed on; `npm run bench` lists them, one
- * line each. bench/README.md has what each measured, and how.
+ * line each. bench/README.md has what each measured, and how. A benchmark
+ * runs with a temporary folder of its own (TMPDIR), removed however it ends,
+ * Ctrl+C included.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 interface Bench {
@@ -56,5 +61,12 @@ if (!bench) {
 }
 const script = fileURLToPath(new URL(`./${bench.file}`, import.meta.url));
 const args = [...(bench.node ?? []), script, ...options];
-const run = bench.pinned ? spawnSync('taskset', ['-c', '1', process.execPath, ...args], { stdio: 'inherit' }) : spawnSync(process.execPath, args, { stdio: 'inherit' });
-process.exit(run.status ?? 1);
+const root = mkdtempSync(join(tmpdir(), 'proxylist-bench-'));
+const [command, ...commandArgs] = bench.pinned ? ['taskset', '-c', '1', process.execPath, ...args] : [process.execPath, ...args];
+const child = spawn(command, commandArgs, { stdio: 'inherit', env: { ...process.env, TMPDIR: root } });
+// Ctrl+C reaches the benchmark too; this process waits for it to end, then cleans up.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => child.kill(signal));
+child.on('exit', (status, signal) => {
+  rmSync(root, { recursive: true, force: true });
+  process.exit(status ?? (signal ? 1 : 0));
+});

@@ -14,14 +14,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../support/ports.js';
-import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, recordsOption, round2, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkResult } from './harness.js';
+import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, option, recordsOption, round2, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkResult } from './harness.js';
 import { SMALL_MIX } from './mix.js';
 
-const arg = (name: string): string | undefined => {
-  const i = process.argv.indexOf(name);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
-const NODE24 = arg('--node24');
+const NODE24 = option('node24');
 if (!NODE24) throw new Error('usage: npm run bench -- runtimes --node24 PATH (.ci/node24 FOLDER prepares one)');
 const RECORDS = recordsOption(100_000);
 const RUNS = 3;

@@ -17,14 +17,13 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TestAuthority } from '../support/certificates.js';
 import { freePorts } from '../support/ports.js';
-import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, recordsOption, round2, startPinned, stop, writeBenchKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
+import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, option, recordsOption, round2, startPinned, stop, writeBenchKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
 import { startNginx } from './contenders/nginx.js';
 import { SMALL_MIX } from './mix.js';
 
 const quick = process.argv.includes('--quick');
-const arg = (name: string): string | null => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : null);
 const records = recordsOption(100_000);
-const baseline = arg('--baseline');
+const baseline = option('baseline');
 const RUNS = quick ? 1 : 3;
 const SECONDS = quick ? 3 : 10;
 
