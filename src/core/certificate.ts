@@ -19,10 +19,13 @@ export interface CertificatePair {
 const CERTIFICATE_BLOCK = /-----BEGIN CERTIFICATE-----/;
 const KEY_BLOCK = /-----BEGIN (?:RSA |EC |ENCRYPTED )?PRIVATE KEY-----/;
 
-/** A file's text, or a one-line error naming it; never any of its content. */
-function readText(what: string, file: string): string {
+/** What identifies the bytes of a pair: the same for the same files, whatever they hold. */
+const digestOf = (cert: Buffer, key: Buffer): string => createHash('sha256').update(cert).update('\0').update(key).digest('hex');
+
+/** A file's bytes, or a one-line error naming it; never any of its content. */
+function readBytes(what: string, file: string): Buffer {
   try {
-    return readFileSync(file, 'latin1');
+    return readFileSync(file);
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     const why = e.code === 'ENOENT' ? 'does not exist' : e.code === 'EACCES' ? 'cannot be read by this user' : e.code === 'EISDIR' ? 'is a folder' : `cannot be read (${e.code ?? 'error'})`;
@@ -36,8 +39,10 @@ function readText(what: string, file: string): string {
  * name the file and never quote it, so no part of a key reaches a log.
  */
 export function readCertificatePair(certFile: string, keyFile: string): CertificatePair {
-  const certText = readText('certificate', certFile);
-  const keyText = readText('key', keyFile);
+  const certBytes = readBytes('certificate', certFile);
+  const keyBytes = readBytes('key', keyFile);
+  const certText = certBytes.toString('latin1');
+  const keyText = keyBytes.toString('latin1');
   if (!CERTIFICATE_BLOCK.test(certText)) throw new CodedError('E_TLS', `TLS certificate ${certFile} is not PEM: no BEGIN CERTIFICATE block`);
   if (!KEY_BLOCK.test(keyText)) throw new CodedError('E_TLS', `TLS key ${keyFile} is not a PEM private key: no BEGIN PRIVATE KEY block`);
   if (keyText.includes('ENCRYPTED')) throw new CodedError('E_TLS', `TLS key ${keyFile} is encrypted: give the key without a passphrase, readable only by the service's user`);
@@ -59,14 +64,14 @@ export function readCertificatePair(certFile: string, keyFile: string): Certific
     keyFile,
     subject: cert.subject.replace(/\n/g, ', '),
     notAfterMs: Date.parse(cert.validTo),
-    digest: createHash('sha256').update(certText).update('\0').update(keyText).digest('hex'),
+    digest: digestOf(certBytes, keyBytes),
   };
 }
 
 /** The digest of the pair as the files are now (null if one cannot be read), to see whether they changed. */
 export function pairDigest(certFile: string, keyFile: string): string | null {
   try {
-    return createHash('sha256').update(readFileSync(certFile, 'latin1')).update('\0').update(readFileSync(keyFile, 'latin1')).digest('hex');
+    return digestOf(readFileSync(certFile), readFileSync(keyFile));
   } catch {
     return null;
   }

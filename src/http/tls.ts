@@ -36,7 +36,6 @@ export class TlsCertificates {
     private readonly clock: Clock,
     private readonly log: Logger,
     follow: FollowOptions = {},
-    private readonly settleMs = SETTLE_MS,
   ) {
     this.loadedAtMs = clock.nowMs();
     const changed = async (): Promise<void> => this.changed();
@@ -65,7 +64,7 @@ export class TlsCertificates {
     this.timer = setTimeout(() => {
       this.timer = null;
       void this.check();
-    }, this.settleMs);
+    }, SETTLE_MS);
   }
 
   private async check(): Promise<void> {
