@@ -6,8 +6,8 @@ export type Encoding = 'br' | 'gzip';
 export const MIN_ENCODED_BYTES = 1024;
 
 /**
- * Compression settings, chosen from the figures of `npm run
- * bench:compression` (bench/README.md) on the JSON dumps: gzip level 3
+ * Compression settings, chosen from the figures of `npm run bench --
+ * compression` (bench/README.md) on the JSON dumps: gzip level 3
  * (level 4 is slower and no smaller), and brotli quality 4, the first
  * clearly smaller than gzip's choice (quality 5 is much slower).
  */

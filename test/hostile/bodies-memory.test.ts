@@ -10,7 +10,7 @@ import { eventually } from '../helpers/server.js';
  * distinct large bodies whose readers stop, and compressed bodies whose
  * clients leave at once. A server process with 100,000 records; smaller
  * budgets than the defaults (--cache-mb 32, --bodies-mb 64) keep the test
- * short, and the bound is the same formula (bench:hostile measures it with
+ * short, and the bound is the same formula (`npm run bench -- hostile` measures it with
  * the defaults and 200,000 records).
  */
 const CACHE_MB = 32;
