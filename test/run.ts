@@ -1,6 +1,6 @@
 /**
- * `npm test` after the build: runs every uvu suite (or the files a pattern
- * after the command matches: `node dist/test/run.js 'access/.*\.test\.js$'`)
+ * `npm test` after the build: runs every uvu suite (or those whose file a
+ * pattern after the command matches: `node dist/test/run.js 'access/'`)
  * with a temporary folder of its own (TMPDIR), then fails if a test left a folder of the project's or a
  * process behind in it, and removes that folder whatever happened. A run
  * judges only what it made itself, so two runs on one machine, or a run
@@ -17,7 +17,8 @@ const root = mkdtempSync(join(tmpdir(), 'proxylist-tests-'));
 chmodSync(root, 0o1777);
 // The suites run in a child (test/suites.ts) that ends even when a failed test leaves something running.
 const suites = fileURLToPath(new URL('./suites.js', import.meta.url));
-const pattern = process.argv[2] ?? '\\.test\\.js$';
+// Only the suites themselves, never their source maps, whatever the pattern.
+const pattern = `${process.argv[2] ? `(?=.*(?:${process.argv[2]}))` : ''}.*\\.test\\.js$`;
 const child = spawn(process.execPath, [suites, pattern], {
   stdio: 'inherit',
   env: { ...process.env, TMPDIR: root },

@@ -10,7 +10,7 @@ import { parse } from 'uvu/parse';
 import { run } from 'uvu/run';
 
 const LINGER_MS = 15_000;
-const pattern = process.argv[2] ?? '\\.test\\.js$';
+const pattern = process.argv[2];
 const ctx = await parse('dist/test', pattern, { cwd: process.cwd() });
 await run(ctx.suites, { bail: false });
 setTimeout(() => {

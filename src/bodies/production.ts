@@ -2,14 +2,13 @@ import type { BodyWriter } from '../render/envelope.js';
 import type { OutputBuffer } from '../render/output-buffer.js';
 import type { BodyMemory } from './body-memory.js';
 import type { Body, Source } from './body.js';
+import { ChunkRing, WholeBody, type Chunk, type ChunkRenderer, type ChunkSource } from './chunks.js';
 
 /**
  * The bytes of a chunk are written for rows whose worst case fits this, so
  * no single piece of work on the event loop renders more than this.
  */
 export const CHUNK_BYTES = 256 * 1024;
-/** Chunks kept for readers close behind the one that produced them. */
-const RING_CHUNKS = 32;
 /** Rows measured per turn of the event loop before a large body's length is known. */
 const MEASURE_SLICE_ROWS = 16 * 1024;
 
@@ -33,19 +32,6 @@ export interface Keeper {
   keep(bytes: Uint8Array, rows: Uint32Array, ends: Uint32Array | null): { bytes: boolean; rows: boolean };
 }
 
-/** A chunk of a body (or for a body kept whole, the chunks rendered from one on) and the readers sending it. */
-interface Chunk {
-  index: number;
-  /** How many chunks its bytes hold. */
-  span: number;
-  bytes: Uint8Array;
-  holders: number;
-  /** The pooled buffer its bytes are in; null for a view of a body kept whole. */
-  pooled: Uint8Array | null;
-  /** Bytes of the budget it holds: those of a chunk kept in the ring. */
-  budgeted: number;
-}
-
 /**
  * One body being produced, shared by every request that needs it while it
  * is read, and by requests for a narrower time window of the same query
@@ -54,41 +40,30 @@ interface Chunk {
  * The length comes first, measured from the value lengths (a turn of the
  * event loop per slice of rows for large selections), so that every reader
  * can announce it. The bytes are then rendered a chunk at a time, when the
- * first reader needs that chunk:
- * - As a rule the body is kept whole while it is read: rendered once, in
- *   order, into one buffer that every reader reads, whenever it joined. One
- *   body per query, whatever the number of readers. A body the response
- *   cache may keep goes to the cache when complete.
- * - Past the budget (--bodies-mb), a body is never held whole. The last
- *   few chunks stay in a ring for readers close behind, while the budget
- *   has room for them; a reader that falls further behind renders the
- *   chunks it needs again, for itself (rendering is deterministic, from the
- *   same rows). A reader then holds at most one chunk.
+ * first reader needs that chunk (bodies/chunks.ts):
+ * - As a rule the body is kept whole while it is read: one body per query,
+ *   whatever the number of readers. A body the response cache may keep goes
+ *   to the cache when complete.
+ * - Past the budget (--bodies-mb), a body is never held whole: its chunks
+ *   go round a ring, and a reader holds at most one.
  * - A reader that stops reading is parked: it gives its chunk back, and
- *   once every reader of a body kept whole is parked, the body gives its
- *   buffer back to the budget and goes on as a ring. Memory stays bounded
- *   whatever the readers and the queries.
+ *   once every reader is parked, the body gives its memory back to the
+ *   budget and goes on as a ring. Memory stays bounded whatever the readers
+ *   and the queries.
  */
 export class Production implements Source {
   total = -1;
   readonly encoding = null;
-  private readonly chunkCount: number;
-  private readonly rowsPerChunk: number;
   private readers = 0;
   /** Readers that stopped reading and hold no chunk. */
   private parked = 0;
   private readonly waiting = new Set<(ok: boolean) => void>();
   private isRetired = false;
-  /** A body kept whole: its bytes, chunks rendered so far, and where each begins. */
-  private whole: Uint8Array | null = null;
-  private wholeEnds: Uint32Array | null = null;
-  private produced = 0;
-  private readonly chunkStart: number[] = [0];
+  /** Where readers take chunks from: the body kept whole, or a ring. */
+  private chunks: ChunkSource | null = null;
+  private readonly renderer: ChunkRenderer;
   /** The rows went to the cache, or back to the scratch. */
   private rowsGone = false;
-  private readonly ring = new Map<number, Chunk>();
-  /** The claimed buffer this one holds, from the budget for whole bodies. */
-  private claimed: Uint8Array | null = null;
   /** Bytes of the budget the rows (and the text around them) hold. */
   private readonly rowsBytes: number;
 
@@ -100,8 +75,18 @@ export class Production implements Source {
     /** Bare JSON: record where each row ends, for a body kept whole. */
     private readonly recordEnds: boolean,
   ) {
-    this.rowsPerChunk = Math.max(1, Math.floor(CHUNK_BYTES / writer.rowBound));
-    this.chunkCount = Math.max(1, Math.ceil(writer.n / this.rowsPerChunk));
+    const rowsPerChunk = Math.max(1, Math.floor(CHUNK_BYTES / writer.rowBound));
+    this.renderer = {
+      count: Math.max(1, Math.ceil(writer.n / rowsPerChunk)),
+      rowsOf: (i) => [i * rowsPerChunk, Math.min(writer.n, (i + 1) * rowsPerChunk)],
+      render: (i, ends) => {
+        const out = owner.out;
+        out.reset();
+        const [from, to] = this.renderer.rowsOf(i);
+        writer.write(out, from, to, ends);
+        return out.view();
+      },
+    };
     this.rowsBytes = writer.rows.buffer.byteLength + writer.frameBytes;
     owner.memory.budget.take(this.rowsBytes);
     this.measure(0, writer.frameLength(), false);
@@ -118,8 +103,9 @@ export class Production implements Source {
   private ready(total: number, later: boolean): void {
     this.total = total;
     // Kept whole if the budget has room; a body the cache may keep is then the cache's once complete (with where its records end, for narrowing).
-    this.whole = this.claimed = this.owner.memory.claim(total);
-    if (this.whole && this.recordEnds && this.keeper?.fits(total)) this.wholeEnds = new Uint32Array(this.writer.n);
+    const whole = this.owner.memory.claim(total);
+    const ends = whole && this.recordEnds && this.keeper?.fits(total) ? new Uint32Array(this.writer.n) : null;
+    this.chunks = whole ? new WholeBody(whole, this.renderer, this.owner.memory, ends, (bytes, e) => this.complete(bytes, e)) : new ChunkRing(this.renderer, this.owner.memory);
     const waiting = [...this.waiting];
     this.waiting.clear();
     for (const w of waiting) w(true);
@@ -170,32 +156,12 @@ export class Production implements Source {
 
   /** Chunk `i` for a reader (counted as one of its holders until `drop`), or null past the last. */
   take(i: number): Chunk | null {
-    if (i >= this.chunkCount) return null;
-    if (this.whole) {
-      while (this.produced <= i) this.renderInto(this.whole);
-      // Everything rendered so far in one piece: the socket takes as much of it as it can.
-      return { index: i, span: this.produced - i, bytes: this.whole.subarray(this.chunkStart[i], this.chunkStart[this.produced]), holders: 1, pooled: null, budgeted: 0 };
-    }
-    let c = this.ring.get(i);
-    if (c) {
-      c.holders++;
-      return c;
-    }
-    c = this.render(i);
-    // Held before the ring is trimmed: a reader far behind may have rendered the oldest chunk.
-    c.holders++;
-    // Kept for the readers behind only while the budget has room; otherwise its reader alone holds it.
-    if (this.owner.memory.budget.tryTake(c.pooled!.length)) {
-      c.budgeted = c.pooled!.length;
-      this.ring.set(i, c);
-      if (this.ring.size > RING_CHUNKS) this.evictOldest();
-    }
-    return c;
+    return this.chunks!.take(i);
   }
 
   /** A reader is done with chunk `c`. */
   drop(c: Chunk): void {
-    if (--c.holders === 0 && this.ring.get(c.index) !== c) this.free(c);
+    this.chunks!.drop(c);
   }
 
   readerOpened(): void {
@@ -208,82 +174,26 @@ export class Production implements Source {
     this.retireIfUnread();
   }
 
-  /** A reader stopped reading and gave its chunk back; once all have, so does the body. */
+  /** A reader stopped reading and gave its chunk back; once all have, so does the body, which goes on as a ring. */
   readerParked(): void {
     if (++this.parked < this.readers) return;
-    if (this.claimed) {
-      this.owner.memory.unclaim(this.claimed, true);
-      this.claimed = null;
-      this.whole = null;
-      this.wholeEnds = null;
-    }
-    for (const c of this.ring.values()) if (c.holders === 0) this.free(c);
-    this.ring.clear();
+    this.chunks!.release();
+    if (this.chunks instanceof WholeBody) this.chunks = new ChunkRing(this.renderer, this.owner.memory);
   }
 
   readerResumed(): void {
     this.parked--;
   }
 
-  private rowsOf(i: number): [number, number] {
-    const from = i * this.rowsPerChunk;
-    return [from, Math.min(this.writer.n, from + this.rowsPerChunk)];
-  }
-
-  /** Renders chunk `i` into a pooled buffer of its own. */
-  private render(i: number): Chunk {
-    const out = this.owner.out;
-    out.reset();
-    const [from, to] = this.rowsOf(i);
-    this.writer.write(out, from, to);
-    const bytes = out.view();
-    const pooled = this.owner.memory.pool.take(bytes.length);
-    pooled.set(bytes);
-    return { index: i, span: 1, bytes: pooled.subarray(0, bytes.length), holders: 0, pooled, budgeted: 0 };
-  }
-
-  /** A chunk that no reader holds and the ring no longer keeps: its buffer and budget go back. */
-  private free(c: Chunk): void {
-    if (c.pooled) this.owner.memory.pool.giveBack(c.pooled);
-    c.pooled = null;
-    this.owner.memory.budget.give(c.budgeted);
-    c.budgeted = 0;
-  }
-
-  /** Renders the next chunk of a body kept whole at its place in `whole`. */
-  private renderInto(whole: Uint8Array): void {
-    const out = this.owner.out;
-    out.reset();
-    const [from, to] = this.rowsOf(this.produced);
-    const at = this.chunkStart[this.produced];
-    this.writer.write(out, from, to, this.wholeEnds);
-    const bytes = out.view();
-    if (at + bytes.length > whole.length) throw new Error(`a body rendered past its measured length ${whole.length}`);
-    whole.set(bytes, at);
-    if (this.wholeEnds) for (let k = from; k < to; k++) this.wholeEnds[k] += at;
-    this.chunkStart.push(at + bytes.length);
-    this.produced++;
-    if (this.produced < this.chunkCount) return;
-    if (at + bytes.length !== whole.length) throw new Error(`a body rendered ${at + bytes.length} bytes, measured ${whole.length}`);
-    if (!this.keeper?.fits(whole.length)) return;
-    const kept = this.keeper.keep(whole, this.writer.rows, this.wholeEnds);
+  /** A body kept whole is complete: offered to the keeper; true when its bytes are now the keeper's. */
+  private complete(bytes: Uint8Array, ends: Uint32Array | null): boolean {
+    if (!this.keeper?.fits(bytes.length)) return false;
+    const kept = this.keeper.keep(bytes, this.writer.rows, ends);
     if (kept.rows) {
       this.rowsGone = true;
       this.owner.memory.budget.give(this.rowsBytes);
     }
-    // The cache's budget counts the bytes from now on; readers still read them here.
-    if (kept.bytes && this.claimed) {
-      this.owner.memory.unclaim(this.claimed, false);
-      this.claimed = null;
-    }
-  }
-
-  private evictOldest(): void {
-    let oldest = Infinity;
-    for (const i of this.ring.keys()) oldest = Math.min(oldest, i);
-    const c = this.ring.get(oldest)!;
-    this.ring.delete(oldest);
-    if (c.holders === 0) this.free(c);
+    return kept.bytes;
   }
 
   private retireIfUnread(): void {
@@ -299,13 +209,10 @@ export class Production implements Source {
     this.owner.retired(this);
   }
 
-  /** No reader is left: the ring's chunks, the rows and the budget go back. */
+  /** No reader is left: the chunks, the rows and the budget go back. */
   private releaseAll(): void {
-    if (this.claimed) this.owner.memory.unclaim(this.claimed, true);
-    this.claimed = null;
-    this.whole = null;
-    for (const c of this.ring.values()) if (c.holders === 0) this.free(c);
-    this.ring.clear();
+    this.chunks?.release();
+    this.chunks = null;
     if (!this.rowsGone) {
       this.rowsGone = true;
       this.owner.giveBackRows(this.writer.rows);
