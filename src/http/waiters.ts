@@ -70,8 +70,9 @@ export class Waiters {
   private readonly byWait: Held[][] = Array.from({ length: MAX_WAIT_S + 1 }, () => []);
   private ticker: NodeJS.Timeout | null = null;
   private second = -1;
-  /** Requests held now. */
+  /** Requests held now, and ever. */
   count = 0;
+  heldTotal = 0;
   /** Released requests still in `byWait`, dropped from the queues' heads as their deadlines pass, or all at once when they outnumber the held ones. */
   private stale = 0;
   /** The groups a pass under way has yet to look at, and whether another pass is due when it ends. */
@@ -118,6 +119,7 @@ export class Waiters {
     group.members.add(held);
     this.byWait[plan.wait!].push(held);
     this.count++;
+    this.heldTotal++;
     ex.onAbort(() => this.release(held));
     if (this.ticker === null) {
       this.second = Math.floor(this.clock.nowMs() / 1000);

@@ -45,23 +45,23 @@ keys('invalid JSON, a cut-off file and every kind of wrong shape: rejected with 
   for (const [text, reason] of broken) {
     const before = log.events('keys_rejected').length;
     writeFileAtomic(t.keys, text);
-    await eventually(() => log.events('keys_rejected').length === before + 1, 5000, `the rejection of ${text}`);
+    await eventually(() => log.events('keys_rejected').length === before + 1, 10_000, `the rejection of ${text}`);
     assert.match(String(log.events('keys_rejected').at(-1)!.reason), reason, text);
     assert.is(await status(t, 'kept'), 200, `kept after ${text}`);
     assert.is(await status(t, 'new'), 401);
     assert.is(await rejectedFlag(t), '1');
   }
   writeFileAtomic(t.keys, JSON.stringify(KEYS));
-  await eventually(async () => (await rejectedFlag(t)) === '0', 5000, 'a good file again');
+  await eventually(async () => (await rejectedFlag(t)) === '0', 10_000, 'a good file again');
 });
 
 keys('the keys file deleted while watched: the keys in force stay; recreated, it is read again', async ({ t, log }) => {
   rmSync(t.keys);
-  await eventually(() => log.events('keys_missing').length > 0, 5000, 'the deletion noticed');
+  await eventually(() => log.events('keys_missing').length > 0, 10_000, 'the deletion noticed');
   assert.is(await status(t, 'kept'), 200);
   assert.is(await rejectedFlag(t), '1');
   writeFileAtomic(t.keys, JSON.stringify({ keys: [{ key: 'other', limits: { per_window: null } }] }));
-  await eventually(async () => (await status(t, 'other')) === 200, 5000, 'the recreated file');
+  await eventually(async () => (await status(t, 'other')) === 200, 10_000, 'the recreated file');
   assert.is(await status(t, 'kept'), 401);
   assert.is(await rejectedFlag(t), '0');
 });

@@ -135,9 +135,9 @@ test('a key disabled and enabled again keeps its day count', async ({ t }) => {
   for (let i = 0; i < 2; i++) assert.is((await get(t, 'toggle')).status, 200);
   const without = { keys: keys.keys.map((k) => (k.key === 'toggle' ? { ...k, disabled: true } : k)) };
   writeFileSync(t.keys, JSON.stringify(without));
-  await eventually(async () => (await get(t, 'toggle')).status === 401, 3000, 'disabled');
+  await eventually(async () => (await get(t, 'toggle')).status === 401, 10_000, 'disabled');
   writeFileSync(t.keys, JSON.stringify(keys));
-  await eventually(async () => (await get(t, 'toggle')).status !== 401, 3000, 'enabled');
+  await eventually(async () => (await get(t, 'toggle')).status !== 401, 10_000, 'enabled');
   // The request that saw it enabled again was the 3rd of the day.
   assert.is((await get(t, 'toggle')).status, 429);
 });

@@ -16,7 +16,7 @@ async function watched(url: string, timeoutMs: number): Promise<{ conn: RedisCon
   let readies = 0;
   conn.on('ready', () => readies++);
   conn.connect();
-  await eventually(() => readies === 1, 5000, 'connected');
+  await eventually(() => readies === 1, 10_000, 'connected');
   return { conn, errors, readies: () => readies };
 }
 interface Ctx { redis: RedisServer; conn: RedisConnection }
@@ -91,7 +91,7 @@ test('a Redis silent for 5 s: the connection is given up and made again, and ser
   const gaveUp = performance.now() - started;
   assert.ok(errors.some((e) => /has not answered for [5-9] s/.test(e)), errors.join('; '));
   assert.ok(gaveUp >= 4900 && gaveUp < 8000, `given up after ${Math.round(gaveUp)} ms`);
-  await eventually(async () => (await conn.call(['PING']).catch(() => null)) === 'PONG', 5000, 'answering again');
+  await eventually(async () => (await conn.call(['PING']).catch(() => null)) === 'PONG', 10_000, 'answering again');
   assert.ok(readies() >= 2, 'connected again');
   await conn.close();
 });
@@ -110,7 +110,7 @@ test('not connected: a call fails at once; a lost connection fails what is pendi
   const failed = await pending;
   assert.ok(failed instanceof Error && !(failed instanceof RedisReplyError), 'the pending call fails with the connection');
   assert.ok(errors.length >= 1, 'an error event');
-  await eventually(() => readies() === 2, 5000, 'connected again');
+  await eventually(() => readies() === 2, 10_000, 'connected again');
   assert.is(await conn.call(['PING']), 'PONG');
   await admin.close();
   await conn.close();
@@ -137,7 +137,7 @@ test('the URL\'s password, user and database are used', async ({ redis }) => {
     const errors: string[] = [];
     wrong.on('error', (e: Error) => errors.push(e.message));
     wrong.connect();
-    await eventually(() => errors.length > 0, 5000, 'a refused AUTH');
+    await eventually(() => errors.length > 0, 10_000, 'a refused AUTH');
     assert.match(errors[0], /WRONGPASS|invalid username-password/);
     assert.not.ok(wrong.isReady);
     await wrong.close();

@@ -56,7 +56,7 @@ test('an instance started as the template says serves from the origin, limited t
       await eventually(async () => (await ask()) !== 503, 10_000, 'the limiter connected');
       assert.is(await ask(), 429, 'the second request of a 1-per-60-s key, counted in Redis');
       child.proc.kill(settings('KillSignal')[0] as NodeJS.Signals);
-      await eventually(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 503, 2000, 'draining');
+      await eventually(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 503, 10_000, 'draining');
       assert.is(await exitWithin(child, Number(settings('TimeoutStopSec')[0]) * 1000), 0);
     } finally {
       child.proc.kill('SIGKILL');

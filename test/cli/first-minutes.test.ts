@@ -69,14 +69,11 @@ test('serve of a folder as the snapshot: /health says what is wrong with the fil
 
 test('Ctrl+C stops at once: no new connection is taken, and the process exits without draining', async () => {
   const port = await freePort();
-  // The default --drain-s of 5 is for a balancer's SIGTERM.
-  const child = runCli(['serve', '--snapshot', snapshot, '--keys', goodKeys, '--port', port, '--host', '127.0.0.1']);
+  // --drain-s is for a balancer's SIGTERM; a drain of 60 s would outlast the wait for the exit.
+  const child = runCli(['serve', '--snapshot', snapshot, '--keys', goodKeys, '--port', port, '--host', '127.0.0.1', '--drain-s', '60']);
   await untilReady(port);
-  const began = performance.now();
   child.proc.kill('SIGINT');
   assert.is(await exitWithin(child, 15_000), 0);
-  const took = performance.now() - began;
-  assert.ok(took < 3000, `exited ${Math.round(took)} ms after SIGINT`);
   assert.not.match(child.stdout(), '"event":"draining"');
   assert.is(await fetch(`http://127.0.0.1:${port}/health`).then(() => 'answered', () => 'refused'), 'refused');
 });

@@ -28,7 +28,7 @@ test('add prints a new key once and stores only its hash; the running server pic
   const file = readFileSync(t.keys, 'utf8');
   assert.not.match(file, key);
   assert.match(file, sha256Hex(key));
-  await eventually(async () => (await t.get(`/api?key=${key}&count=1`)).status === 200, 3000, 'the new key');
+  await eventually(async () => (await t.get(`/api?key=${key}&count=1`)).status === 200, 10_000, 'the new key');
 
   const other = await cli(['keys', 'add', '--keys', t.keys]);
   assert.is.not(other.out.trim(), key, 'keys are random');
@@ -48,10 +48,10 @@ test('list shows name, status, expiry and limits, never a key', async ({ t }) =>
 
 test('revoke disables a key by name; the server refuses it at the next reload', async ({ t }) => {
   const key = (await cli(['keys', 'add', '--keys', t.keys, '--name', 'temp', '--per-window', 'null'])).out.trim();
-  await eventually(async () => (await t.get(`/api?key=${key}&count=1`)).status === 200, 3000, 'the new key');
+  await eventually(async () => (await t.get(`/api?key=${key}&count=1`)).status === 200, 10_000, 'the new key');
   const revoked = await cli(['keys', 'revoke', '--keys', t.keys, 'temp']);
   assert.is(revoked.code, 0, revoked.err);
-  await eventually(async () => (await t.get(`/api?key=${key}&count=1`)).status === 401, 3000, 'revoked');
+  await eventually(async () => (await t.get(`/api?key=${key}&count=1`)).status === 401, 10_000, 'revoked');
   assert.match((await cli(['keys', 'list', '--keys', t.keys])).out, /temp\s+disabled/);
   const none = await cli(['keys', 'revoke', '--keys', t.keys, 'nobody']);
   assert.is(none.code, 2);
@@ -65,10 +65,10 @@ test('revoke and enable by id prefix; twice says nothing changed; the server fol
   assert.is(revoked.out, `revoked prefixed (id ${id})\n`);
   const again = await cli(['keys', 'revoke', '--keys', t.keys, id]);
   assert.is(again.out, `prefixed (id ${id}) is revoked already; nothing changed\n`);
-  await eventually(async () => (await t.get(`/api?key=${key}&count=1`)).status === 401, 3000, 'revoked');
+  await eventually(async () => (await t.get(`/api?key=${key}&count=1`)).status === 401, 10_000, 'revoked');
   const enabled = await cli(['keys', 'enable', '--keys', t.keys, 'prefixed']);
   assert.is(enabled.out, `enabled prefixed (id ${id})\n`);
-  await eventually(async () => (await t.get(`/api?key=${key}&count=1`)).status === 200, 3000, 'enabled again');
+  await eventually(async () => (await t.get(`/api?key=${key}&count=1`)).status === 200, 10_000, 'enabled again');
 });
 
 test('revoke by any unique id prefix of 4 hex digits or more; an ambiguous one lists the candidates; a shorter one says why', async ({ t }) => {

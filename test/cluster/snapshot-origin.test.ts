@@ -31,7 +31,7 @@ test('loaded, then polled with conditional GETs that nginx answers 304', async (
   await eventually(async () => (await health(t)).status === 'ok', 10_000, 'the first download loaded');
   assert.is(await generated(t), now);
   assert.is((await t.api('count=3')).status, 200);
-  await eventually(() => origin.statuses('snapshot.msgpack').filter((s) => s === 304).length >= 2, 5000, 'two 304s');
+  await eventually(() => origin.statuses('snapshot.msgpack').filter((s) => s === 304).length >= 2, 10_000, 'two 304s');
   assert.is(origin.statuses('snapshot.msgpack')[0], 200);
   const h = await health(t);
   assert.is(h.origin.downloads, 1);
@@ -55,28 +55,32 @@ test('an origin that sends neither ETag nor Last-Modified: the same bytes are fe
     assert.is(h.origin.downloads, 1, 'one download put in place');
     assert.is(h.reloads.ok, 1, 'loaded once');
     writeFileAtomic(join(bare, 'snapshot.msgpack'), version(6));
-    await eventually(async () => (await generated(t)) === now + 6, 5000, 'the new bytes served');
+    await eventually(async () => (await generated(t)) === now + 6, 10_000, 'the new bytes served');
   } finally {
     await t.close();
   }
 });
 
-test('a new file at the origin is served within two poll periods', async ({ origin, t }) => {
-  const published = performance.now();
+test('a new file at the origin is served after two polls at most: the one under way, and the next', async ({ origin, t }) => {
+  const polls = async () => {
+    const o = (await health(t)).origin;
+    return o.downloads + o.not_modified;
+  };
+  const before = await polls();
   writeFileAtomic(join(origin.root, 'snapshot.msgpack'), version(1));
-  await eventually(async () => (await generated(t)) === now + 1, 5000, 'version 1 served');
-  const ms = performance.now() - published;
-  assert.ok(ms < 2 * 1000 + 1000, `served ${Math.round(ms)} ms after it was published (polls every 1 s; the load is included)`);
+  await eventually(async () => (await generated(t)) === now + 1, 10_000, 'version 1 served');
+  const took = (await polls()) - before;
+  assert.ok(took >= 1 && took <= 2, `served after ${took} polls`);
 });
 
 test('the origin answering 500 leaves the current snapshot served, and /health shows why', async ({ origin, t }) => {
   writeFileSync(join(origin.root, 'fail'), '');
   writeFileAtomic(join(origin.root, 'snapshot.msgpack'), version(2));
-  await eventually(async () => /answered 500/.test((await health(t)).origin.last_error ?? ''), 5000, 'the error shown');
+  await eventually(async () => /answered 500/.test((await health(t)).origin.last_error ?? ''), 10_000, 'the error shown');
   assert.is(await generated(t), now + 1);
   assert.is((await t.api('count=3')).status, 200);
   rmSync(join(origin.root, 'fail'));
-  await eventually(async () => (await generated(t)) === now + 2, 5000, 'version 2 once the origin answers again');
+  await eventually(async () => (await generated(t)) === now + 2, 10_000, 'version 2 once the origin answers again');
   assert.is((await health(t)).origin.last_error, null);
 });
 

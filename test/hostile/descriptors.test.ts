@@ -42,7 +42,7 @@ test('with the descriptors used up: one log line, no spinning, and connections a
     assert.ok(cpu < 0.5, `${cpu.toFixed(2)} CPU-s in 4 s with the descriptors used up`);
     assert.is(log.split('"event":"accept_paused"').length - 1, 1, 'one log line for the episode');
     for (const s of sockets) s.destroy();
-    await eventually(() => log.includes('"event":"accept_resumed"'), 5000, 'accepting again');
+    await eventually(() => log.includes('"event":"accept_resumed"'), 10_000, 'accepting again');
     assert.is((await fetch(`http://127.0.0.1:${port}/api?key=k&count=1`)).status, 200);
   } finally {
     for (const s of sockets) s.destroy();

@@ -34,7 +34,7 @@ test('an origin URL with credentials and a token downloads, and no secret is sho
     await untilReady(port);
     const base = `http://127.0.0.1:${port}`;
     assert.is((await fetch(`${base}/api?key=k&count=1`)).status, 200);
-    await eventually(() => server.stdout().includes('limiter'), 5000, 'the limiter logged');
+    await eventually(() => server.stdout().includes('limiter'), 10_000, 'the limiter logged');
     // A failing download too, whose error is shown.
     writeFileSync(join(origin.root, 'fail'), '');
     await eventually(async () => (await (await fetch(`${base}/health`)).text()).includes('500'), 10_000, 'the failure in /health');

@@ -2,7 +2,6 @@ import { connect, type Socket } from 'node:net';
 import * as assert from 'uvu/assert';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
-import { percentile } from '../../support/hostile-clients.js';
 import { RawConnection } from '../helpers/raw-http.js';
 import { atRate, throttledRead } from '../../support/slow-read.js';
 import { TEST_KEY, TEST_NOW_S, eventually, type TestServer, serverSuite } from '../helpers/server.js';
@@ -23,26 +22,22 @@ for (const cache of [true, false]) {
     const whole = Buffer.from(await (await t.get(DUMP)).arrayBuffer());
     assert.ok(whole.length > 20_000_000, `the dump is only ${whole.length} bytes`);
     const small = await (await t.api(SMALL)).text();
-    const slow = throttledRead(t.server.port, DUMP, atRate(100_000, 3000));
+    const slow = throttledRead(t.server.port, DUMP, atRate(100_000, 5000));
+    let slowDone = false;
+    void slow.then(() => (slowDone = true), () => (slowDone = true));
     const other = await RawConnection.open(t.server.port);
-    const latencies: number[] = [];
-    const until = Date.now() + 2500;
-    while (Date.now() < until) {
-      const began = performance.now();
+    for (let i = 0; i < 50; i++) {
       const res = await other.request(`/api?key=${TEST_KEY}&${SMALL}`);
-      latencies.push(performance.now() - began);
       assert.is(res.status, 200);
       assert.is(res.body.toString(), small);
     }
     other.close();
-    assert.ok(latencies.length > 100, `only ${latencies.length} answers in 2.5 s beside the slow reader`);
+    // A server stalled behind the slow reader would answer the others only once it had read its 20 MB.
+    assert.not.ok(slowDone, 'the others were answered while the slow reader read');
     const { head, body, throttledBytes: slowBytes } = await slow;
     assert.match(head, 'HTTP/1.1 200 OK');
-    assert.ok(slowBytes < 3 * 100_000 * 2, `${slowBytes} bytes read in the slow phase: the reader was not slow`);
+    assert.ok(slowBytes < 5 * 100_000 * 2, `${slowBytes} bytes read in the slow phase: the reader was not slow`);
     assert.ok(body.equals(whole), 'the slow body equals the fast one');
-    latencies.sort((a, b) => a - b);
-    // Not a timing assertion (the machine is shared): a stall of the event loop behind the slow reader would show as seconds.
-    assert.ok(percentile(latencies, 0.99) < 1000, `p99 ${percentile(latencies, 0.99).toFixed(1)} ms`);
   });
 
   const pendingCases = [
@@ -125,7 +120,7 @@ abort('200 clients that abort a 20 MB body after 64 KB leave no response behind 
     });
   }
   // Each render's unsent rest is a copy of about 20 MB: 200 kept would be 4 GB.
-  await eventually(async () => (await streamingGauge(t)) === 0, 5000, 'no response left streaming');
+  await eventually(async () => (await streamingGauge(t)) === 0, 10_000, 'no response left streaming');
   const grownMb = (process.memoryUsage().rss - rssBefore) / 1e6;
   assert.ok(grownMb < 1000, `RSS grew by ${grownMb.toFixed(0)} MB`);
   const res = await t.api('count=3');

@@ -34,7 +34,7 @@ const settled = (t: TestServer) =>
   eventually(async () => {
     const c = await counters(t);
     return c.inFlight === 0 && c.streaming === 0;
-  }, 5000, 'no production under way and no body pending');
+  }, 10_000, 'no production under way and no body pending');
 
 const setups = [
   { name: 'cache on (defaults): kept whole, then cached', options: {} },

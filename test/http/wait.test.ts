@@ -30,42 +30,46 @@ const held = (t: TestServer, q: string, etag: string, signal?: AbortSignal) => {
   return fetch(url(t, q), { headers: { 'if-none-match': etag }, signal }).then(async (res) => ({ res, body: await res.text(), ms: performance.now() - started }));
 };
 
-test('no change: 304 once the wait runs out, and not before', async ({ t }) => {
+test('no change: 304 once the wait runs out, and not before; a longer wait beside it is still held', async ({ t }) => {
   const q = 'time=99999&count=5';
-  const { res, body, ms } = await held(t, `${q}&wait=1`, await tagOf(t, q));
+  const etag = await tagOf(t, q);
+  const longer = new AbortController();
+  const other = held(t, `${q}&wait=60`, etag, longer.signal).catch((err: Error) => err.name);
+  await eventually(() => t.server.waiters.count === 1, 10_000, 'the longer wait held');
+  const { res, body, ms } = await held(t, `${q}&wait=1`, etag);
   assert.is(res.status, 304);
   assert.is(body, '');
-  assert.ok(ms >= 950 && ms < 1500, `answered after ${Math.round(ms)} ms`);
+  assert.ok(ms >= 950, `answered after ${Math.round(ms)} ms`);
+  // Its own wait ran out: nothing was answered for all (the one of 60 s is still held).
+  assert.is(t.server.waiters.count, 1);
+  longer.abort();
+  assert.is(await other, 'AbortError');
   assert.is(res.headers.get('etag'), await tagOf(t, q));
 });
 
-test('rows leaving the window: 200 with the new body within about a second', async ({ t }) => {
+test('rows leaving the window: 200 with the new body, long before the wait runs out', async ({ t }) => {
   const q = 'country=zw';
   const etag = await tagOf(t, q);
-  const answer = held(t, `${q}&wait=10`, etag);
-  await eventually(() => t.server.waiters.count === 1, 2000, 'the request held');
+  const answer = held(t, `${q}&wait=60`, etag);
+  await eventually(() => t.server.waiters.count === 1, 10_000, 'the request held');
   await new Promise((r) => setTimeout(r, 300));
-  const leftAt = performance.now();
   t.clock.advance(1000);
+  // A 304 would say that the wait ran out (60 s, past the test's bound): a 200 that the change answered it.
   const { res, body } = await answer;
-  const after = performance.now() - leftAt;
   assert.is(res.status, 200);
-  assert.ok(after < 1000, `answered ${Math.round(after)} ms after a row left`);
   assert.is(body, await (await fetch(url(t, q))).text());
   assert.is.not(res.headers.get('etag'), etag);
 });
 
-test('a new snapshot renamed in: every held request gets the new body within 1.5 s, from one production', async ({ t }) => {
+test('a new snapshot renamed in: every held request gets the new body, from one production', async ({ t }) => {
   const q = 'get=json&time=99999';
   const etag = await tagOf(t, q);
-  const answers = Array.from({ length: 20 }, () => held(t, `${q}&wait=30`, etag));
-  await eventually(() => t.server.waiters.count === 20, 2000, 'the requests held');
+  const answers = Array.from({ length: 20 }, () => held(t, `${q}&wait=60`, etag));
+  await eventually(() => t.server.waiters.count === 20, 10_000, 'the requests held');
   const productions = t.server.bodies.productions;
-  const renamedAt = performance.now();
   writeFileAtomic(t.snapshot, second);
-  const got = await Promise.all(answers.map((a) => a.then((g) => ({ ...g, at: performance.now() - renamedAt }))));
-  const latest = Math.max(...got.map((g) => g.at));
-  assert.ok(latest < 1500, `answered within ${Math.round(latest)} ms of the rename`);
+  // Status 200 and the new body: answered by the swap, not by their wait running out.
+  const got = await Promise.all(answers);
   const now = await (await fetch(url(t, q))).text();
   for (const g of got) {
     assert.is(g.res.status, 200);
@@ -81,22 +85,22 @@ test('40 clients that give up mid-wait are dropped at once; the server serves on
   const etag = await tagOf(t, q);
   const controllers = Array.from({ length: 40 }, () => new AbortController());
   const answers = controllers.map((c) => held(t, `${q}&wait=60`, etag, c.signal).catch((err: Error) => err.name));
-  await eventually(() => t.server.waiters.count === 40, 2000, 'the requests held');
+  await eventually(() => t.server.waiters.count === 40, 10_000, 'the requests held');
   for (const c of controllers) c.abort();
   assert.equal(new Set(await Promise.all(answers)), new Set(['AbortError']));
-  await eventually(() => t.server.waiters.count === 0, 2000, 'the held requests dropped');
+  await eventually(() => t.server.waiters.count === 0, 10_000, 'the held requests dropped');
   const res = await fetch(url(t, q));
   assert.is(res.status, 200);
   assert.is(res.headers.get('etag'), etag);
   await res.arrayBuffer();
 });
 
-test('wait without a matching If-None-Match answers at once', async ({ t }) => {
-  const started = performance.now();
-  const res = await fetch(url(t, 'count=3&wait=30'), { headers: { 'if-none-match': 'W/"nothing"' } });
+test('wait without a matching If-None-Match answers at once: never held', async ({ t }) => {
+  const before = t.server.waiters.heldTotal;
+  const res = await fetch(url(t, 'count=3&wait=60'), { headers: { 'if-none-match': 'W/"nothing"' } });
   assert.is(res.status, 200);
   await res.arrayBuffer();
-  assert.ok(performance.now() - started < 1000);
+  assert.is(t.server.waiters.heldTotal, before);
 });
 
 test.run();
@@ -111,11 +115,10 @@ shutdown('SIGTERM answers held requests at once, and the process exits', async (
     await first.arrayBuffer();
     const answers = Array.from({ length: 5 }, () => fetch(`${q}&wait=60`, { headers: { 'if-none-match': first.headers.get('etag')! } }));
     await new Promise((r) => setTimeout(r, 500));
-    const stoppedAt = performance.now();
     child.proc.kill('SIGTERM');
+    // Their waits are of 60 s, past the test's bound: answered by the shutdown.
     const statuses = await Promise.all(answers.map((a) => a.then((r) => r.status)));
     assert.equal(statuses, [304, 304, 304, 304, 304]);
-    assert.ok(performance.now() - stoppedAt < 2000, 'answered at once');
     assert.is(await exitWithin(child, 15_000), 0);
   } finally {
     await close();

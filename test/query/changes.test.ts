@@ -281,7 +281,7 @@ waiting('a change set with wait is held while it is empty, and answered within a
   const started = Date.now();
   const pending = fetch(`${t.base}/api?key=${TEST_KEY}&get=json&pretty=0&wait=30&since=${cursor}`);
   const pendingTxt = fetch(`${t.base}/api?key=${TEST_KEY}&wait=30&since=${(await t.api('')).headers.get('list-cursor')}`);
-  await eventually(() => t.server.waiters.count === 2, 5000, 'two held requests');
+  await eventually(() => t.server.waiters.count === 2, 10_000, 'two held requests');
   await new Promise((r) => setTimeout(r, 300));
   assert.is(t.server.waiters.count, 2, 'still held: nothing changed');
   const loadedAt = Date.now();

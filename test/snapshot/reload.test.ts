@@ -47,7 +47,7 @@ test('invalid records are skipped and counted, the rest is served', async ({ t }
     'not a map',
   ];
   writeFileAtomic(t.snapshot, encodeSnapshot([...records, ...bad], TEST_NOW_S + 3));
-  await eventually(async () => (await servedVersion(t)) === 3, 5000, 'version 3');
+  await eventually(async () => (await servedVersion(t)) === 3, 10_000, 'version 3');
   const h = await health(t);
   assert.is(h.snapshot.skipped, bad.length);
   const ref = new NaiveEngine({ proxies: records });
@@ -62,7 +62,7 @@ test('a burst of 5 atomic renames 10 ms apart ends with the last version served'
     writeFileAtomic(t.snapshot, bytes);
     await new Promise((r) => setTimeout(r, 10));
   }
-  await eventually(async () => (await servedVersion(t)) === 5, 5000, 'version 5');
+  await eventually(async () => (await servedVersion(t)) === 5, 10_000, 'version 5');
   await new Promise((r) => setTimeout(r, 300));
   assert.is(await servedVersion(t), 5);
 });
@@ -78,7 +78,7 @@ test('an in-place rewrite is retried until it decodes, and never served half-wri
   } finally {
     closeSync(fd);
   }
-  await eventually(async () => (await servedVersion(t)) === 6, 5000, 'version 6');
+  await eventually(async () => (await servedVersion(t)) === 6, 10_000, 'version 6');
   const ref = NaiveEngine.fromFile(full);
   assert.is(await (await t.api('time=99999&count=500')).text(), ref.answer('time=99999&count=500', t.clock.nowMs()).body);
 });
@@ -90,7 +90,7 @@ test('after a swap, a query answered from the cache before gets the new snapshot
   assert.ok(t.server.bodies.cacheHits >= 2, 'answered from the cache');
   const next = version(8);
   writeFileAtomic(t.snapshot, next);
-  await eventually(async () => (await servedVersion(t)) === 8, 5000, 'version 8');
+  await eventually(async () => (await servedVersion(t)) === 8, 10_000, 'version 8');
   const fresh = NaiveEngine.fromFile(next).answer(query, t.clock.nowMs()).body;
   assert.is.not(fresh, old);
   assert.is(await (await t.api(query)).text(), fresh);
@@ -98,11 +98,11 @@ test('after a swap, a query answered from the cache before gets the new snapshot
 
 test('a deleted file keeps the last store served and /health says so; it comes back when recreated', async ({ t }) => {
   rmSync(t.snapshot);
-  await eventually(async () => (await health(t)).reloads.last_error === 'snapshot file is missing', 5000, 'missing noticed');
+  await eventually(async () => (await health(t)).reloads.last_error === 'snapshot file is missing', 10_000, 'missing noticed');
   assert.is((await t.api('count=1')).status, 200);
   assert.is(await servedVersion(t), 0);
   writeFileAtomic(t.snapshot, version(7));
-  await eventually(async () => (await servedVersion(t)) === 7, 5000, 'version 7');
+  await eventually(async () => (await servedVersion(t)) === 7, 10_000, 'version 7');
   assert.is((await health(t)).reloads.last_error, null);
 });
 
@@ -116,7 +116,7 @@ late('503 until the file appears, then served', async ({ t }) => {
   const tmp = join(t.dir, 'snapshot.tmp');
   writeFileSync(tmp, version(1));
   renameSync(tmp, t.snapshot);
-  await eventually(async () => (await t.api('count=1')).status === 200, 5000, 'first load');
+  await eventually(async () => (await t.api('count=1')).status === 200, 10_000, 'first load');
   assert.is((await health(t)).status, 'ok');
 });
 
@@ -144,10 +144,10 @@ traffic('10 replacements while a client loops: no failure, every body is one of 
   })();
   for (let v = 1; v <= 10; v++) {
     writeFileAtomic(t.snapshot, versions[v]);
-    await eventually(async () => (await servedVersion(t)) === v, 5000, `version ${v}`);
+    await eventually(async () => (await servedVersion(t)) === v, 10_000, `version ${v}`);
   }
   // The loop's request in flight at the last swap may have been answered from the version before.
-  await eventually(() => seen.has([...expected][10]), 5000, 'the last version served to the looping client');
+  await eventually(() => seen.has([...expected][10]), 10_000, 'the last version served to the looping client');
   running = false;
   await client;
   assert.ok(requests > 20, `only ${requests} requests`);
