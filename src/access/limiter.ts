@@ -1,5 +1,6 @@
 import { msUntilNextServiceMidnight, serviceDay } from '../core/service-time.js';
 import type { KeyEntry } from './keys.js';
+import { R_COUNT, R_DAY, R_NEXT, R_RING, R_SUBNETS, SharedUsage } from './shared-usage.js';
 
 /** Why a usage limit refused a request; http/failures.ts says it to the client. */
 export type LimitReason =
@@ -65,116 +66,146 @@ export const UNAVAILABLE: Refusal = { ok: false, reason: { limit: 'unavailable' 
 
 const OK: Verdict = { ok: true };
 
-/** One key's usage. A few hundred bytes with the default limits. */
-class KeyUsage {
-  day = -1;
-  count = 0;
-  /** Subnets seen today; not kept at all when the key's subnet limit is null. */
-  subnets: number[] = [];
-  /** Monotonic times of the last `per_window` accepted requests, a ring; `next` is the oldest slot. */
-  stamps = new Float64Array(0);
-  next = 0;
-
-  rollover(today: number): void {
-    if (this.day === today) return;
-    this.day = today;
-    this.count = 0;
-    this.subnets = [];
-  }
-
-  /** Keeps the ring at `size` slots, holding on to the most recent stamps. */
-  fit(size: number): void {
-    if (this.stamps.length === size) return;
-    const ordered = [...this.stamps.subarray(this.next), ...this.stamps.subarray(0, this.next)];
-    const ring = new Float64Array(size).fill(-Infinity);
-    const keep = ordered.slice(Math.max(0, ordered.length - size));
-    ring.set(keep, size - keep.length);
-    this.stamps = ring;
-    this.next = 0;
-  }
-}
-
 /**
- * Exact limits kept in memory. The frequency limit keeps the times of the
+ * Exact limits kept in memory, shared by every thread of the process
+ * (access/shared-usage.ts). The frequency limit keeps the times of the
  * last `per_window` accepted requests (a fixed window would let 4 through
  * around a boundary, GCRA 3), on the monotonic clock; days use the wall clock
  * in UTC+02:00. State exists only for keys that were valid when used.
  */
 export class MemoryLimiter implements Limiter {
-  /** Called after every change of what exportDay returns. */
-  onChange: () => void = () => undefined;
-  private readonly byKey = new Map<string, KeyUsage>();
+  readonly table: SharedUsage;
 
-  get trackedKeys(): number {
-    return this.byKey.size;
+  /** A new table, or this thread's view of the one another thread made. */
+  constructor(shared?: SharedArrayBuffer) {
+    this.table = new SharedUsage(shared);
   }
 
-  private usageOf(key: KeyEntry, nowMs: number): KeyUsage {
-    let u = this.byKey.get(key.id);
-    if (!u) this.byKey.set(key.id, (u = new KeyUsage()));
-    u.rollover(serviceDay(nowMs));
-    return u;
+  get trackedKeys(): number {
+    return this.table.entries;
+  }
+
+  /** Changes of what exportDay returns so far, by every thread. */
+  get changes(): number {
+    return this.table.changes;
+  }
+
+  /** The record of `key`, with room for its limits, rolled over to today. Under the lock. */
+  private usageOf(key: KeyEntry, nowMs: number): number {
+    const { perWindow, subnets } = key.limits;
+    const r = this.table.record(key.id, { ring: perWindow ?? 0, subnets: subnets ?? 0 });
+    const f = this.table.words;
+    const today = serviceDay(nowMs);
+    if (f[r + R_DAY] !== today) {
+      f[r + R_DAY] = today;
+      f[r + R_COUNT] = 0;
+      f[r + R_SUBNETS] = 0;
+    }
+    return r;
+  }
+
+  /** Keeps the ring at `size` slots, holding on to the most recent times. Under the lock. */
+  private fit(r: number, size: number): void {
+    const f = this.table.words;
+    const length = f[r + R_RING];
+    if (length === size) return;
+    const at = this.table.ringAt(r);
+    const next = f[r + R_NEXT];
+    const ordered = [...f.subarray(at + next, at + length), ...f.subarray(at, at + next)];
+    const keep = ordered.slice(Math.max(0, ordered.length - size));
+    f.fill(-Infinity, at, at + size - keep.length);
+    f.set(keep, at + size - keep.length);
+    f[r + R_RING] = size;
+    f[r + R_NEXT] = 0;
   }
 
   admit(key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict {
-    const u = this.usageOf(key, nowMs);
+    // Every request comes here: the lock is taken without a closure.
+    this.table.lock();
+    try {
+      return this.admitLocked(key, subnet, nowMs, monoMs);
+    } finally {
+      this.table.unlock();
+    }
+  }
+
+  private admitLocked(key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict {
+    const r = this.usageOf(key, nowMs);
+    const f = this.table.words;
     const { perWindow, windowS, daily, subnets } = key.limits;
-    const newSubnet = subnets !== null && !u.subnets.includes(subnet);
-    if (newSubnet && u.subnets.length >= subnets) return refusal({ limit: 'subnet', subnets, subnet }, msUntilNextServiceMidnight(nowMs));
+    const seen = this.table.subnetsAt(r);
+    const seenCount = f[r + R_SUBNETS];
+    let newSubnet = subnets !== null;
+    for (let i = 0; newSubnet && i < seenCount; i++) if (f[seen + i] === subnet) newSubnet = false;
+    if (newSubnet && seenCount >= subnets!) return refusal({ limit: 'subnet', subnets: subnets!, subnet }, msUntilNextServiceMidnight(nowMs));
+    const ring = this.table.ringAt(r);
     if (perWindow !== null) {
-      u.fit(perWindow);
-      const oldest = u.stamps[u.next];
+      this.fit(r, perWindow);
+      const oldest = f[ring + f[r + R_NEXT]];
       const windowMs = (windowS ?? 0) * 1000;
       if (monoMs - oldest < windowMs) return refusal({ limit: 'frequency', perWindow, windowS }, oldest + windowMs - monoMs);
     }
-    if (daily !== null && u.count >= daily) return refusal({ limit: 'daily', daily }, msUntilNextServiceMidnight(nowMs));
-    u.count++;
+    if (daily !== null && f[r + R_COUNT] >= daily) return refusal({ limit: 'daily', daily }, msUntilNextServiceMidnight(nowMs));
+    f[r + R_COUNT]++;
     if (perWindow !== null) {
-      u.stamps[u.next] = monoMs;
-      u.next = (u.next + 1) % perWindow;
+      f[ring + f[r + R_NEXT]] = monoMs;
+      f[r + R_NEXT] = (f[r + R_NEXT] + 1) % perWindow;
     }
-    if (newSubnet) u.subnets.push(subnet);
-    this.onChange();
+    if (newSubnet) f[seen + f[r + R_SUBNETS]++] = subnet;
+    this.table.changed();
     return OK;
   }
 
-  /** This instance's counts; subnets are kept only for keys with a subnet limit. */
+  /** The counts of every thread; subnets are kept only for keys with a subnet limit. */
   async usage(keys: readonly KeyEntry[], nowMs: number): Promise<Map<string, UsageToday>> {
     const today = serviceDay(nowMs);
-    const out = new Map<string, UsageToday>();
-    for (const key of keys) {
-      const u = this.byKey.get(key.id);
-      const current = u !== undefined && u.day === today;
-      out.set(key.id, { today: current ? u.count : 0, subnets: key.limits.subnets === null ? null : current ? u.subnets.length : 0 });
-    }
-    return out;
+    return this.table.locked(() => {
+      const f = this.table.words;
+      const out = new Map<string, UsageToday>();
+      for (const key of keys) {
+        const r = this.table.find(key.id);
+        const current = r !== 0 && f[r + R_DAY] === today;
+        out.set(key.id, { today: current ? f[r + R_COUNT] : 0, subnets: key.limits.subnets === null ? null : current ? f[r + R_SUBNETS] : 0 });
+      }
+      return out;
+    });
   }
 
   allowance(key: KeyEntry, nowMs: number, monoMs: number): Allowance {
-    const u = this.usageOf(key, nowMs);
-    const { perWindow, windowS, daily } = key.limits;
-    let window: Allowance['window'] = null;
-    if (perWindow !== null) {
-      u.fit(perWindow);
-      const windowMs = (windowS ?? 0) * 1000;
-      let used = 0;
-      let newest = -Infinity;
-      for (const t of u.stamps) {
-        if (monoMs - t < windowMs) used++;
-        if (t > newest) newest = t;
+    return this.table.locked(() => {
+      const r = this.usageOf(key, nowMs);
+      const f = this.table.words;
+      const { perWindow, windowS, daily } = key.limits;
+      let window: Allowance['window'] = null;
+      if (perWindow !== null) {
+        this.fit(r, perWindow);
+        const windowMs = (windowS ?? 0) * 1000;
+        let used = 0;
+        let newest = -Infinity;
+        const ring = this.table.ringAt(r);
+        for (let i = 0; i < perWindow; i++) {
+          const t = f[ring + i];
+          if (monoMs - t < windowMs) used++;
+          if (t > newest) newest = t;
+        }
+        window = { limit: perWindow, windowS: windowS ?? 0, remaining: perWindow - used, resetS: used === 0 ? 0 : secondsToCover(newest + windowMs - monoMs) };
       }
-      window = { limit: perWindow, windowS: windowS ?? 0, remaining: perWindow - used, resetS: used === 0 ? 0 : secondsToCover(newest + windowMs - monoMs) };
-    }
-    const resetS = secondsToCover(msUntilNextServiceMidnight(nowMs));
-    return { window, daily: { limit: daily ?? Infinity, remaining: daily === null ? Infinity : Math.max(0, daily - u.count), resetS } };
+      const resetS = secondsToCover(msUntilNextServiceMidnight(nowMs));
+      const count = f[r + R_COUNT];
+      return { window, daily: { limit: daily ?? Infinity, remaining: daily === null ? Infinity : Math.max(0, daily - count), resetS } };
+    });
   }
 
   exportDay(nowMs: number): DailyState {
     const day = serviceDay(nowMs);
     const keys: DailyState['keys'] = {};
-    for (const [id, u] of this.byKey) {
-      if (u.day === day && (u.count > 0 || u.subnets.length > 0)) keys[id] = { count: u.count, subnets: [...u.subnets] };
-    }
+    this.table.locked(() => {
+      const f = this.table.words;
+      for (const [id, r] of this.table.all()) {
+        const seen = this.table.subnetsAt(r);
+        if (f[r + R_DAY] === day && (f[r + R_COUNT] > 0 || f[r + R_SUBNETS] > 0)) keys[id] = { count: f[r + R_COUNT], subnets: Array.from(f.subarray(seen, seen + f[r + R_SUBNETS])) };
+      }
+    });
     return { day, keys };
   }
 
@@ -182,23 +213,30 @@ export class MemoryLimiter implements Limiter {
   importDay(state: DailyState, nowMs: number): boolean {
     const day = serviceDay(nowMs);
     if (state.day !== day) return false;
-    for (const [id, saved] of Object.entries(state.keys)) {
-      let u = this.byKey.get(id);
-      if (!u) this.byKey.set(id, (u = new KeyUsage()));
-      u.day = day;
-      u.count = saved.count;
-      u.subnets = [...saved.subnets];
-    }
+    this.table.locked(() => {
+      for (const [id, saved] of Object.entries(state.keys)) {
+        const r = this.table.record(id, { ring: 0, subnets: saved.subnets.length });
+        const f = this.table.words;
+        f[r + R_DAY] = day;
+        f[r + R_COUNT] = saved.count;
+        f[r + R_SUBNETS] = saved.subnets.length;
+        f.set(saved.subnets, this.table.subnetsAt(r));
+      }
+    });
     return true;
   }
 
   /** Drops what no longer matters: usage of an earlier day whose windows have passed. */
   prune(nowMs: number, monoMs: number, longestWindowMs: number): void {
     const day = serviceDay(nowMs);
-    for (const [id, u] of this.byKey) {
-      let newest = -Infinity;
-      for (const t of u.stamps) if (t > newest) newest = t;
-      if (u.day !== day && monoMs - newest >= longestWindowMs) this.byKey.delete(id);
-    }
+    this.table.locked(() => {
+      const f = this.table.words;
+      this.table.remove((r) => {
+        let newest = -Infinity;
+        const ring = this.table.ringAt(r);
+        for (let i = 0; i < f[r + R_RING]; i++) if (f[ring + i] > newest) newest = f[ring + i];
+        return f[r + R_DAY] !== day && monoMs - newest >= longestWindowMs;
+      });
+    });
   }
 }

@@ -33,8 +33,9 @@ const validateState = new Ajv({ strict: true }).compile<{ version: 1 } & DailySt
  * fsync, rename) at most 5 s after a change, and on stop.
  */
 export class StateFile {
-  private timer: NodeJS.Timeout | null = null;
-  private dirty = false;
+  private readonly timer: NodeJS.Timeout;
+  /** The limiter's count of changes at the last write (by any thread: the counts are the process's). */
+  private saved: number;
 
   constructor(private readonly path: string, private readonly limiter: MemoryLimiter, private readonly clock: Clock, private readonly log: Logger) {
     // A folder that does not exist yet is made now; one that cannot be made is a start-up error, not a failure at every save.
@@ -43,7 +44,9 @@ export class StateFile {
     } catch (err) {
       throw new CodedError('E_USAGE', `--state ${path}: cannot create its folder: ${messageOf(err)}`);
     }
-    limiter.onChange = () => this.changed();
+    this.saved = limiter.changes;
+    this.timer = setInterval(() => this.flush(), SAVE_DELAY_MS);
+    this.timer.unref();
   }
 
   /** Loads today's counts, if the file holds them. A corrupt file is set aside; it never stops the start. */
@@ -63,6 +66,8 @@ export class StateFile {
     }
     if (!validateState(doc)) return this.setAside(`wrong shape: ${validateState.errors?.[0]?.instancePath || 'top level'} ${validateState.errors?.[0]?.message}`);
     const taken = this.limiter.importDay(doc, this.clock.nowMs());
+    // What was just read is what the file holds.
+    this.saved = this.limiter.changes;
     this.log.info({ event: 'state_loaded', file: this.path, keys: Object.keys(doc.keys).length, current_day: taken }, taken ? 'usage state loaded' : 'usage state is from an earlier day; starting the day empty');
   }
 
@@ -76,31 +81,20 @@ export class StateFile {
     this.log.error({ event: 'state_corrupt', file: this.path, moved_to: aside, reason }, 'state file corrupt; set aside, starting with empty usage');
   }
 
-  private changed(): void {
-    this.dirty = true;
-    if (this.timer) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.flush();
-    }, SAVE_DELAY_MS);
-    this.timer.unref();
-  }
-
   /** Writes now if anything changed since the last write; a failed write is logged and retried later. */
   flush(): void {
-    if (!this.dirty) return;
-    this.dirty = false;
+    const changes = this.limiter.changes;
+    if (changes === this.saved) return;
     try {
       writeFileAtomic(this.path, JSON.stringify({ version: 1, ...this.limiter.exportDay(this.clock.nowMs()) }));
+      this.saved = changes;
     } catch (err) {
       this.log.error({ event: 'state_save_failed', file: this.path, reason: messageOf(err) }, 'could not save usage state; will retry');
-      this.changed();
     }
   }
 
   close(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    clearInterval(this.timer);
     this.flush();
   }
 }

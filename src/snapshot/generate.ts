@@ -35,7 +35,7 @@ const PORTS = [80, 8080, 3128, 1080, 8888, 443, 8000, 9050, 4145, 1081, 8118, 99
 const SERVICE_SHARE = [0.15, 0.55, 0.35, 0.4, 0.5];
 
 /** mulberry32: small, fast, and the same sequence for the same seed everywhere. */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

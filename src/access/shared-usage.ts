@@ -1,0 +1,300 @@
+/**
+ * The usage of keys in one SharedArrayBuffer that every thread of the
+ * process reads and writes (docs/threads.md, Limits across threads), so that
+ * the limits are exact whichever thread a request lands on. Every operation
+ * runs under one lock, held for the length of an admission (well under a
+ * microsecond): a message to an owner thread would cost a round trip per
+ * request, and hold it behind whatever that thread is doing.
+ *
+ * Layout, in 32-bit words: a header, then a hash table of keys (open
+ * addressing, the 256-bit key id and where its record is), then the records,
+ * in 64-bit words: each holds a key's day, count, the subnets seen and the
+ * ring of its last accepted requests' times. A record that needs more room
+ * (a limit raised) is moved to the top; the space left behind is taken back,
+ * with removed keys, when the table is rebuilt in place under the lock.
+ */
+
+/** Header words. */
+const LOCK = 0;
+const TABLE_AT = 1;
+const TABLE_CAP = 2;
+const ENTRIES = 3;
+/** Where the records begin and end, in 64-bit words. */
+const ARENA_AT = 4;
+const ARENA_TOP = 5;
+/** 64-bit words of records left behind by a move. */
+const WASTED = 6;
+/** Bumped on every change of what a day's export holds: a thread that saves it sees others' changes. */
+const CHANGES = 7;
+const HEADER_WORDS = 16;
+
+/** A table entry: 8 words of key id, the record's place (0: empty). */
+const ENTRY_WORDS = 10;
+const ENTRY_RECORD = 8;
+
+/** Record fields, in 64-bit words. */
+export const R_DAY = 0;
+export const R_COUNT = 1;
+export const R_SUBNETS = 2;
+export const R_NEXT = 3;
+export const R_RING = 4;
+const R_RING_CAP = 5;
+const R_SUBNET_CAP = 6;
+const R_FIELDS = 7;
+
+const INITIAL_BYTES = 64 * 1024;
+const INITIAL_CAPACITY = 1024;
+/**
+ * The most the table may take: reserved as address space, taken from the
+ * system only as it grows. Two million keys (the keys file's limit) with
+ * the default limits take about 450 MB.
+ */
+export const SHARED_USAGE_MAX_BYTES = 2 ** 31;
+
+export interface RecordRoom {
+  ring: number;
+  subnets: number;
+}
+
+/** A key's id (hex SHA-256) as 8 words, worked out once per entry. */
+const wordsOf = new Map<string, Int32Array>();
+function idWords(id: string): Int32Array {
+  let w = wordsOf.get(id);
+  if (!w) {
+    const bytes = Buffer.from(id, 'hex');
+    w = new Int32Array(8);
+    for (let i = 0; i < 8; i++) w[i] = bytes.readInt32LE(i * 4);
+    // Bounded as the keys file is: a key table's entries are made once each.
+    if (wordsOf.size > 4_000_000) wordsOf.clear();
+    wordsOf.set(id, w);
+  }
+  return w;
+}
+
+function hexOf(words: Int32Array, at: number): string {
+  const bytes = Buffer.alloc(32);
+  for (let i = 0; i < 8; i++) bytes.writeInt32LE(words[at + i], i * 4);
+  return bytes.toString('hex');
+}
+
+export class SharedUsage {
+  readonly buffer: SharedArrayBuffer;
+  /**
+   * Views of the whole buffer as this thread last saw it, made again when
+   * any thread grew it: views that follow a growable buffer by themselves
+   * are several times slower to read.
+   */
+  private i32: Int32Array;
+  private f64: Float64Array;
+
+  /** A new table, or this thread's view of one made elsewhere. */
+  constructor(buffer?: SharedArrayBuffer) {
+    this.buffer = buffer ?? new SharedArrayBuffer(INITIAL_BYTES, { maxByteLength: SHARED_USAGE_MAX_BYTES });
+    // Views that follow the buffer as any thread grows it.
+    this.i32 = this.f64 = null!;
+    this.refreshViews();
+    if (!buffer) this.layOut(INITIAL_CAPACITY, []);
+  }
+
+  /** Keys with a record. */
+  get entries(): number {
+    return Atomics.load(this.i32, ENTRIES);
+  }
+
+  /** Changes of the counts so far, by every thread. */
+  get changes(): number {
+    return Atomics.load(this.i32, CHANGES);
+  }
+
+  /** Runs `fn` under the lock (no other thread reads or writes meanwhile). */
+  locked<T>(fn: () => T): T {
+    this.lock();
+    try {
+      return fn();
+    } finally {
+      this.unlock();
+    }
+  }
+
+  private refreshViews(): void {
+    this.i32 = new Int32Array(this.buffer, 0, this.buffer.byteLength / 4);
+    this.f64 = new Float64Array(this.buffer, 0, this.buffer.byteLength / 8);
+  }
+
+  /** The 64-bit words of the table, under the lock: records are read and written through it, until the next `record` (which may grow the buffer). */
+  get words(): Float64Array {
+    return this.f64;
+  }
+
+  /** Where the record of key `id` is, or 0. Under the lock. */
+  find(id: string): number {
+    const w = idWords(id);
+    const at = this.slotOf(w);
+    return this.i32[at + ENTRY_RECORD];
+  }
+
+  /**
+   * Where the record of key `id` is, with room for at least `room`: made
+   * (zeroed, day -1) or moved as needed. Under the lock.
+   */
+  record(id: string, room: RecordRoom): number {
+    const w = idWords(id);
+    let at = this.slotOf(w);
+    let r = this.i32[at + ENTRY_RECORD];
+    if (r !== 0 && this.f64[r + R_RING_CAP] >= room.ring && this.f64[r + R_SUBNET_CAP] >= room.subnets) return r;
+    if (r === 0 && (this.i32[ENTRIES] + 1) * 2 > this.i32[TABLE_CAP]) {
+      this.rebuild(this.i32[TABLE_CAP] * 2, null);
+      at = this.slotOf(w);
+    }
+    const old = r;
+    const ring = Math.max(room.ring, old ? this.f64[old + R_RING_CAP] : 0);
+    const subnets = Math.max(room.subnets, old ? this.f64[old + R_SUBNET_CAP] : 0);
+    r = this.allocate(R_FIELDS + subnets + ring);
+    // The allocation may have rebuilt the table: the entry and the old record are looked up again.
+    at = this.slotOf(w);
+    const from = this.i32[at + ENTRY_RECORD];
+    const f = this.f64;
+    f.fill(0, r, r + R_FIELDS + subnets + ring);
+    f[r + R_DAY] = -1;
+    f[r + R_RING_CAP] = ring;
+    f[r + R_SUBNET_CAP] = subnets;
+    if (from !== 0) {
+      for (let i = 0; i < R_RING_CAP; i++) f[r + i] = f[from + i];
+      f.copyWithin(r + R_FIELDS, from + R_FIELDS, from + R_FIELDS + f[from + R_SUBNETS]);
+      f.copyWithin(this.ringAt(r), this.ringAt(from), this.ringAt(from) + f[from + R_RING]);
+      this.i32[WASTED] += this.sizeOf(from);
+    } else {
+      for (let i = 0; i < 8; i++) this.i32[at + i] = w[i];
+      this.i32[ENTRIES]++;
+    }
+    this.i32[at + ENTRY_RECORD] = r;
+    return r;
+  }
+
+  /** Where a record's ring of times begins. */
+  ringAt(r: number): number {
+    return r + R_FIELDS + this.f64[r + R_SUBNET_CAP];
+  }
+
+  /** Where a record's subnets begin. */
+  subnetsAt(r: number): number {
+    return r + R_FIELDS;
+  }
+
+  /** Counts a change of what a day's export holds. Under the lock. */
+  changed(): void {
+    Atomics.add(this.i32, CHANGES, 1);
+  }
+
+  /** Every key with a record: its hex id and the record. Under the lock. */
+  *all(): Generator<[string, number]> {
+    for (const at of this.filled()) yield [hexOf(this.i32, at), this.i32[at + ENTRY_RECORD]];
+  }
+
+  /** Drops the records `drop` says of, and takes back their room. Under the lock. */
+  remove(drop: (r: number) => boolean): void {
+    this.rebuild(this.i32[TABLE_CAP], drop);
+  }
+
+  /** The table's filled entries. */
+  private *filled(): Generator<number> {
+    const i32 = this.i32;
+    const start = i32[TABLE_AT];
+    const end = start + i32[TABLE_CAP] * ENTRY_WORDS;
+    for (let at = start; at < end; at += ENTRY_WORDS) if (i32[at + ENTRY_RECORD] !== 0) yield at;
+  }
+
+  private sizeOf(r: number): number {
+    return R_FIELDS + this.f64[r + R_SUBNET_CAP] + this.f64[r + R_RING_CAP];
+  }
+
+  /** The table slot of a key: its own, or the empty one where it would go. */
+  private slotOf(w: Int32Array): number {
+    const i32 = this.i32;
+    const mask = i32[TABLE_CAP] - 1;
+    const start = i32[TABLE_AT];
+    // The id is a hash already: its first word spreads the keys.
+    for (let i = w[0] & mask; ; i = (i + 1) & mask) {
+      const at = start + i * ENTRY_WORDS;
+      if (i32[at + ENTRY_RECORD] === 0) return at;
+      if (i32[at] === w[0] && i32[at + 1] === w[1] && i32[at + 2] === w[2] && i32[at + 3] === w[3] && i32[at + 4] === w[4] && i32[at + 5] === w[5] && i32[at + 6] === w[6] && i32[at + 7] === w[7]) return at;
+    }
+  }
+
+  /** `words` 64-bit words at the top of the records, the buffer grown (or the room left behind taken back) as needed. */
+  private allocate(words: number): number {
+    const i32 = this.i32;
+    if ((i32[ARENA_TOP] + words) * 8 > this.buffer.byteLength) {
+      if (i32[WASTED] * 2 > i32[ARENA_TOP] - i32[ARENA_AT]) this.rebuild(i32[TABLE_CAP], null);
+      this.ensureBytes((i32[ARENA_TOP] + words) * 8);
+    }
+    const r = i32[ARENA_TOP];
+    i32[ARENA_TOP] = r + words;
+    return r;
+  }
+
+  private ensureBytes(bytes: number): void {
+    if (bytes <= this.buffer.byteLength) return;
+    const target = Math.min(SHARED_USAGE_MAX_BYTES, Math.max(bytes, this.buffer.byteLength * 2));
+    if (bytes > target) throw new Error(`the usage table needs ${bytes} bytes, past its ${SHARED_USAGE_MAX_BYTES}`);
+    this.buffer.grow(Math.ceil(target / 8) * 8);
+    this.refreshViews();
+  }
+
+  /** Lays the table out again in place, `capacity` entries, records packed after it, those `drop` says of left out. */
+  private rebuild(capacity: number, drop: ((r: number) => boolean) | null): void {
+    const kept: Array<{ w: Int32Array; rec: Float64Array }> = [];
+    for (const at of this.filled()) {
+      const r = this.i32[at + ENTRY_RECORD];
+      if (!drop?.(r)) kept.push({ w: this.i32.slice(at, at + 8), rec: this.f64.slice(r, r + this.sizeOf(r)) });
+    }
+    this.layOut(capacity, kept);
+  }
+
+  private layOut(capacity: number, kept: Array<{ w: Int32Array; rec: Float64Array }>): void {
+    const tableAt = HEADER_WORDS;
+    const arenaAt = Math.ceil((tableAt + capacity * ENTRY_WORDS) / 2);
+    const recordWords = kept.reduce((n, k) => n + k.rec.length, 0);
+    this.ensureBytes((arenaAt + recordWords) * 8);
+    const i32 = this.i32;
+    i32.fill(0, tableAt, tableAt + capacity * ENTRY_WORDS);
+    i32[TABLE_AT] = tableAt;
+    i32[TABLE_CAP] = capacity;
+    i32[ENTRIES] = 0;
+    i32[ARENA_AT] = arenaAt;
+    i32[ARENA_TOP] = arenaAt;
+    i32[WASTED] = 0;
+    for (const k of kept) {
+      const r = i32[ARENA_TOP];
+      this.f64.set(k.rec, r);
+      i32[ARENA_TOP] = r + k.rec.length;
+      const at = this.slotOf(k.w);
+      i32.set(k.w, at);
+      i32[at + ENTRY_RECORD] = r;
+      i32[ENTRIES]++;
+    }
+  }
+
+  /** Takes the lock (a word that sleeps when taken: 0 free, 1 held, 2 held with others waiting); `locked` is the safe way. */
+  lock(): void {
+    const i32 = this.i32;
+    let c = Atomics.compareExchange(i32, LOCK, 0, 1);
+    for (let spin = 0; spin < 64 && c !== 0; spin++) c = Atomics.compareExchange(i32, LOCK, 0, 1);
+    if (c !== 0) {
+      if (c !== 2) c = Atomics.exchange(i32, LOCK, 2);
+      while (c !== 0) {
+        Atomics.wait(i32, LOCK, 2);
+        c = Atomics.exchange(i32, LOCK, 2);
+      }
+    }
+    // Another thread may have grown the buffer since this one last looked.
+    if (this.buffer.byteLength !== this.i32.byteLength) this.refreshViews();
+  }
+
+  unlock(): void {
+    if (Atomics.sub(this.i32, LOCK, 1) !== 1) {
+      Atomics.store(this.i32, LOCK, 0);
+      Atomics.notify(this.i32, LOCK, 1);
+    }
+  }
+}
