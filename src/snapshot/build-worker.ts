@@ -1,6 +1,6 @@
 /**
  * The build thread's entry: loads the snapshot file of each message and
- * sends the built columns back by transfer, then collects its garbage, so
+ * sends the built columns back (in shared memory), then collects its garbage, so
  * the decoded file and the build's working space are gone between loads.
  */
 import { readlinkSync } from 'node:fs';
@@ -8,7 +8,6 @@ import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { allowFullCollections, fullCollection } from '../core/full-collection.js';
 import { CodedError, messageOf } from '../core/errors.js';
-import { transferables } from '../store/columns.js';
 import { loadSnapshotFile } from './decode.js';
 
 /**
@@ -32,7 +31,8 @@ yieldToEventLoop();
 parentPort!.on('message', ({ path }: { path: string }) => {
   try {
     const { columns, meta } = loadSnapshotFile(path, fullCollection);
-    parentPort!.postMessage({ ok: true, columns, meta }, transferables(columns));
+    // The columns are shared memory: the message hands them over without a copy.
+    parentPort!.postMessage({ ok: true, columns, meta });
   } catch (err) {
     // A file that breaks the contract is the checker's to fix; anything else is a bug here, said as such.
     if (err instanceof CodedError) parentPort!.postMessage({ ok: false, code: err.code, message: messageOf(err) });

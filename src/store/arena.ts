@@ -8,9 +8,28 @@
  */
 const ALWAYS_MAPPED = 32 * 1024 * 1024;
 
-/** A zeroed buffer of `bytes` that goes back to the system when dropped (under 1 MiB, as it comes). */
+const mappedSize = (bytes: number): number => (bytes < 1024 * 1024 ? bytes : Math.max(bytes, ALWAYS_MAPPED));
+
+/** A zeroed buffer of `bytes` that goes back to the system when dropped (under 1 MiB, as it comes): for a build's scratch. */
 export function mappedBuffer(bytes: number): ArrayBuffer {
-  return new ArrayBuffer(bytes < 1024 * 1024 ? bytes : Math.max(bytes, ALWAYS_MAPPED));
+  return new ArrayBuffer(mappedSize(bytes));
+}
+
+/**
+ * The same, shared: what a store keeps (its columns, its history) is read
+ * by every serving thread from one copy (docs/threads.md, One store).
+ * Shared memory cannot be handed over, so it is shared from the start.
+ */
+export function sharedBuffer(bytes: number): SharedArrayBuffer {
+  return new SharedArrayBuffer(mappedSize(bytes));
+}
+
+/** A copy of `a` in shared memory. */
+export function sharedCopy<T extends Uint8Array | Uint16Array | Uint32Array | Float64Array>(a: T): T {
+  const Kind = a.constructor as new (b: SharedArrayBuffer, at: number, n: number) => T;
+  const b = new Kind(new SharedArrayBuffer(a.byteLength), 0, a.length);
+  b.set(a as never);
+  return b;
 }
 
 /**
@@ -21,31 +40,31 @@ export function mappedBuffer(bytes: number): ArrayBuffer {
  * an allocation of its own: the bound is a size, never a failure.
  */
 export class ColumnArena {
-  readonly buffer: ArrayBuffer;
+  readonly buffer: SharedArrayBuffer;
   private pos = 0;
 
   constructor(bytes: number) {
-    this.buffer = mappedBuffer(bytes);
+    this.buffer = sharedBuffer(bytes);
   }
 
   u8(n: number): Uint8Array {
     const at = this.take(n);
-    return at < 0 ? new Uint8Array(n) : new Uint8Array(this.buffer, at, n);
+    return new Uint8Array(at < 0 ? new SharedArrayBuffer(n) : this.buffer, Math.max(at, 0), n);
   }
 
   u16(n: number): Uint16Array {
     const at = this.take(n * 2);
-    return at < 0 ? new Uint16Array(n) : new Uint16Array(this.buffer, at, n);
+    return new Uint16Array(at < 0 ? new SharedArrayBuffer(n * 2) : this.buffer, Math.max(at, 0), n);
   }
 
   u32(n: number): Uint32Array {
     const at = this.take(n * 4);
-    return at < 0 ? new Uint32Array(n) : new Uint32Array(this.buffer, at, n);
+    return new Uint32Array(at < 0 ? new SharedArrayBuffer(n * 4) : this.buffer, Math.max(at, 0), n);
   }
 
   f64(n: number): Float64Array {
     const at = this.take(n * 8);
-    return at < 0 ? new Float64Array(n) : new Float64Array(this.buffer, at, n);
+    return new Float64Array(at < 0 ? new SharedArrayBuffer(n * 8) : this.buffer, Math.max(at, 0), n);
   }
 
   /** A copy of `a` in the arena. */
@@ -60,7 +79,7 @@ export class ColumnArena {
    * again. (Written up to a bound, then cut: no scratch copy.)
    */
   shrink(a: Uint8Array, n: number): Uint8Array {
-    if (a.buffer !== this.buffer) return a.slice(0, n);
+    if (a.buffer !== this.buffer) return sharedCopy(a.subarray(0, n));
     this.pos = a.byteOffset + ((n + 7) & ~7);
     return new Uint8Array(this.buffer, a.byteOffset, n);
   }

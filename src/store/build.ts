@@ -1,6 +1,6 @@
 import { ANONS, TYPES } from '../core/vocabulary.js';
 import { formatTimecheck } from '../core/service-time.js';
-import { ColumnArena, mappedBuffer } from './arena.js';
+import { ColumnArena, mappedBuffer, sharedCopy } from './arena.js';
 import { member, setBit, wordsFor, type BitsetFamily } from './bitset.js';
 import { MAX_LINE_BYTES, READ_SLACK, packKey, type ByteStrings, type StoreColumns, type StoreMeta } from './columns.js';
 import { packStrings, writeAscii, writeIPv4, writeUint } from './encode.js';
@@ -214,8 +214,9 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   // Pings and times become ranks: the store keeps the distinct values and their texts once.
   const pings = rankValues(x.ping, m, narrowest(x.pingRank), false);
   const checks = rankValues(x.checkedAt, m, narrowest(x.timeRank), true);
-  const pingValues = pings.distinct;
-  const times = Uint32Array.from(checks.distinct).reverse();
+  // Kept by the store: in shared memory, as its other columns (store/arena.ts).
+  const pingValues = sharedCopy(pings.distinct);
+  const times = sharedCopy(Uint32Array.from(checks.distinct).reverse());
   x.pingRank = pings.rank;
   x.timeRank = checks.rank;
 

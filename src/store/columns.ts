@@ -97,12 +97,13 @@ export interface StoreMeta {
   skipReasons: string[];
 }
 
-export function transferables(c: StoreColumns): ArrayBuffer[] {
+/** The buffers a store's columns are views of: shared memory every one (store/arena.ts), so that serving threads read them where they are. */
+export function columnBuffers(c: StoreColumns): ArrayBufferLike[] {
   const views: ArrayBufferView[] = [
     c.ip, c.port, c.type, c.anon, c.works, c.pingRank, c.pingValues, c.timeRank, c.times, c.ipOut, c.country, c.city, c.services,
     c.addrId, c.byAddress, c.addrPrint, c.addrKey, c.byPing, c.byWorks, c.lines.bytes, c.lines.off, c.ipLen, c.pingText.bytes, c.pingText.off, c.timecheck,
     c.typeBits.data, c.anonBits.data, c.countryBits.data, c.serviceBits.data, c.cityStart, c.cityRows,
     c.cityJsonRu.bytes, c.cityJsonRu.off, c.cityJsonEn.bytes, c.cityJsonEn.off,
   ];
-  return [...new Set(views.map((v) => v.buffer as ArrayBuffer))];
+  return [...new Set(views.map((v) => v.buffer))];
 }

@@ -1,4 +1,5 @@
 /** ASCII writers over byte buffers: `(buf, pos, value) → new pos`, no allocation. */
+import { sharedBuffer } from './arena.js';
 import { READ_SLACK, type ByteStrings } from './columns.js';
 
 export function writeUint(buf: Uint8Array, pos: number, v: number): number {
@@ -41,9 +42,10 @@ export function utf8(s: string): Uint8Array {
 /** Packs strings into one ByteStrings block (UTF-8), READ_SLACK zero bytes after the last. */
 export function packStrings(items: readonly string[]): ByteStrings {
   const encoded = items.map((s) => Buffer.from(s, 'utf8'));
-  const off = new Uint32Array(items.length + 1);
+  // Store columns: shared, like the rest of a store (store/arena.ts).
+  const off = new Uint32Array(new SharedArrayBuffer((items.length + 1) * 4));
   for (let i = 0; i < encoded.length; i++) off[i + 1] = off[i] + encoded[i].length;
-  const bytes = new Uint8Array(off[items.length] + READ_SLACK);
+  const bytes = new Uint8Array(sharedBuffer(off[items.length] + READ_SLACK), 0, off[items.length] + READ_SLACK);
   for (let i = 0; i < encoded.length; i++) bytes.set(encoded[i], off[i]);
   return { bytes, off };
 }

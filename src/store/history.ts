@@ -1,4 +1,4 @@
-import { mappedBuffer } from './arena.js';
+import { mappedBuffer, sharedBuffer, sharedCopy } from './arena.js';
 import type { StoreColumns, StoreMeta } from './columns.js';
 import { VERSION_BYTES, VersionWriter, type VersionBatch } from './versions.js';
 
@@ -158,7 +158,7 @@ export class History {
 }
 
 /** A column of 4 bytes a row, mapped by itself like the store's (see arena.ts): it goes back to the system with its store. */
-const rowColumn = (rows: number): Uint32Array => new Uint32Array(mappedBuffer(rows * 4), 0, rows);
+const rowColumn = (rows: number): Uint32Array => new Uint32Array(sharedBuffer(rows * 4), 0, rows);
 
 /** A history that begins with this snapshot: every row changed at it. */
 export function startHistory(c: StoreColumns, meta: StoreMeta, seq: number, nowMs: number): History {
@@ -259,7 +259,7 @@ interface Merge {
  */
 async function mergeRows(prev: HistorySource, c: StoreColumns, changedAt: Uint32Array, seq: number, versions: VersionWriter | null): Promise<Float64Array> {
   // Room for every key of prev, mapped by itself: only the pages written cost memory, and nothing is copied as the log grows.
-  const room = new Float64Array(mappedBuffer(prev.c.byAddress.length * 8));
+  const room = new Float64Array(sharedBuffer(prev.c.byAddress.length * 8));
   const m: Merge = { p: prev.c, versions, c, changedAt, seq, i: 0, j: 0, left: room, leftCount: 0, prevChanged: prev.history.changedAt };
   const rows = c.byAddress.length;
   while (m.j < rows) {
@@ -268,7 +268,7 @@ async function mergeRows(prev: HistorySource, c: StoreColumns, changedAt: Uint32
   }
   while (m.i < m.p.byAddress.length) leave(m, m.i++);
   // A short log gets a buffer of its size (the room goes at the next collection); a long one keeps the pages it wrote.
-  return m.leftCount * 8 < SMALL_LOG_BYTES ? m.left.slice(0, m.leftCount) : m.left.subarray(0, m.leftCount);
+  return m.leftCount * 8 < SMALL_LOG_BYTES ? sharedCopy(m.left.subarray(0, m.leftCount)) : m.left.subarray(0, m.leftCount);
 }
 
 /** The merge up to position `stop` of the new store's address order. */

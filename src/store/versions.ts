@@ -1,4 +1,4 @@
-import { mappedBuffer } from './arena.js';
+import { sharedBuffer } from './arena.js';
 import type { StoreColumns, StoreMeta } from './columns.js';
 
 /**
@@ -43,9 +43,9 @@ export interface VersionBatch {
 }
 
 /** Columns of `n` versions carved from `buffer`, widest first, so each view is aligned. */
-function carve(buffer: ArrayBuffer, n: number): Pick<VersionBatch, 'key' | 'print' | 'from' | 'checkedAt' | 'ping' | 'services' | 'city' | 'country' | 'anon' | 'works'> {
+function carve(buffer: SharedArrayBuffer, n: number): Pick<VersionBatch, 'key' | 'print' | 'from' | 'checkedAt' | 'ping' | 'services' | 'city' | 'country' | 'anon' | 'works'> {
   let at = 0;
-  const take = <T>(make: (b: ArrayBuffer, at: number, n: number) => T, width: number, items: number): T => {
+  const take = <T>(make: (b: SharedArrayBuffer, at: number, n: number) => T, width: number, items: number): T => {
     const view = make(buffer, at, items);
     at += width * items;
     return view;
@@ -74,7 +74,7 @@ export class VersionWriter {
   count = 0;
 
   constructor(private readonly prev: StoreColumns, private readonly prevMeta: StoreMeta, private readonly seq: number, private readonly loadedAtMs: number) {
-    this.cols = carve(mappedBuffer(Math.max(1, prev.rows) * VERSION_BYTES), Math.max(1, prev.rows));
+    this.cols = carve(sharedBuffer(Math.max(1, prev.rows) * VERSION_BYTES), Math.max(1, prev.rows));
   }
 
   /** Keeps the record of the store before's row `r` (its key `key`, at `pos` of its address order), the same since snapshot `from`. */
@@ -104,7 +104,7 @@ export class VersionWriter {
     const n = this.count;
     const meta = { seq: this.seq, loadedAtMs: this.loadedAtMs, count: n, countries: this.prevMeta.countries, cities: this.prevMeta.cities };
     if (n * VERSION_BYTES >= SMALL_BATCH_BYTES) return { ...meta, ...this.cols };
-    const out = carve(new ArrayBuffer(n * VERSION_BYTES), n);
+    const out = carve(new SharedArrayBuffer(n * VERSION_BYTES), n);
     for (const name of Object.keys(out) as Array<keyof typeof out>) {
       const width = name === 'print' ? 2 : 1;
       (out[name] as Uint32Array).set((this.cols[name] as Uint32Array).subarray(0, n * width));

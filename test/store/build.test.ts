@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { buildFromRecords } from '../helpers/build-store.js';
 import { Store } from '../../src/store/store.js';
 import { ColumnArena } from '../../src/store/arena.js';
-import { transferables } from '../../src/store/columns.js';
+import { columnBuffers } from '../../src/store/columns.js';
 import type { SnapshotRecord } from '../../src/snapshot/format.js';
 import { generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine } from '../reference/naive-engine.js';
@@ -128,7 +128,8 @@ test('the time prefix is found by binary search', () => {
 
 test('a store\'s row columns are carved from two buffers; what else it holds grows with distinct values, not rows', () => {
   const { columns } = buildFromRecords(generateRecords({ records: 20_000, seed: 44, now: 1_800_000_000 }));
-  const buffers = transferables(columns);
+  const buffers = columnBuffers(columns);
+  assert.ok(buffers.every((b) => b instanceof SharedArrayBuffer), 'every column in shared memory, for every serving thread to read');
   const kept = columns.ip.buffer;
   const derived = columns.lines.bytes.buffer;
   assert.is.not(kept, derived);
