@@ -102,7 +102,7 @@ async function stall(): Promise<void> {
   const versions = new Versions(RELOADS + 1, records);
   const feed = new SnapshotFeed(versions.path, systemClock, createLogger('silent'));
   let swapped = 0;
-  feed.onSwap(() => swapped++);
+  feed.onSwap(() => void swapped++);
   try {
     versions.publish(0);
     while (!existsSync(versions.path)) await sleep(20);

@@ -91,7 +91,7 @@ const plan = (q: string, store: Store): Plan => {
 async function feedOn(path: string): Promise<{ feed: SnapshotFeed; stores: Store[] }> {
   const feed = new SnapshotFeed(path, systemClock, createLogger('silent'));
   const stores: Store[] = [];
-  feed.onSwap((s) => stores.push(s));
+  feed.onSwap((s) => void stores.push(s));
   await feed.start();
   while (stores.length === 0) await sleep(5);
   return { feed, stores };

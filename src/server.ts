@@ -1,121 +1,73 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AddressSet } from './access/address.js';
+import { AddressSet, isLoopbackHost } from './access/address.js';
 import { KeysFeed } from './access/keys-feed.js';
 import { KEYS_FILE_MAX_BYTES } from './access/keys.js';
 import { MemoryLimiter, type Limiter } from './access/limiter.js';
 import { DEFAULT_LIMITER_TIMEOUT_MS, RedisLimiter } from './access/redis-limiter.js';
 import { StateFile } from './access/state-file.js';
-import { systemClock, type Clock } from './core/clock.js';
+import { systemClock } from './core/clock.js';
 import { CodedError, messageOf } from './core/errors.js';
-import type { FollowOptions } from './core/follow-file.js';
 import { createLogger, type Logger } from './core/log.js';
 import { allowFullCollections } from './core/full-collection.js';
-import { createAppMaker, type TlsFiles } from './http/app.js';
 import { TlsCertificates } from './http/tls.js';
 import { readCertificatePair, type CertificatePair } from './core/certificate.js';
-import { isLoopbackHost } from './access/address.js';
+import { healthReport } from './http/health.js';
 import type { Lifecycle } from './http/lifecycle.js';
-import { Metrics } from './http/metrics.js';
-import { BodySources, DEFAULT_WHOLE_BODIES_BYTES } from './bodies/sources.js';
-import { ResponseCache } from './bodies/response-cache.js';
-import { Sender } from './http/sender.js';
-import { Waiters } from './http/waiters.js';
-import { Answers } from './http/answer.js';
-import { Listener } from './http/listener.js';
+import type { BodySources } from './bodies/sources.js';
+import type { ResponseCache } from './bodies/response-cache.js';
+import type { Waiters } from './http/waiters.js';
 import { uwsBuild } from './http/uws.js';
-import { Selector } from './query/selection.js';
-import { Turns } from './http/turns.js';
-import { Tagger } from './query/etag.js';
-import { QueryMemo } from './query/query-memo.js';
-import { QueryScratch } from './query/scratch.js';
+import type { Selector } from './query/selection.js';
+import type { Turns } from './http/turns.js';
 import { DEFAULT_SNAPSHOT_MAX_MB, Origin } from './core/origin.js';
+import { DEFAULT_CACHE_BYTES, DEFAULT_DRAIN_S, DEFAULT_KEYS_POLL_S, DEFAULT_METRICS_ALLOW, DEFAULT_SNAPSHOT_POLL_S, DEFAULT_WHOLE_BODIES_BYTES, defaultThreads, type ServeOptions } from './options.js';
+import { startServing } from './serving.js';
 import { DEFAULT_HISTORY_EXACT_S, DEFAULT_HISTORY_S, SnapshotFeed } from './snapshot/snapshot-feed.js';
+import { sumExpositions } from './threads/metrics-sum.js';
+import { ServingThreads } from './threads/serving-threads.js';
 
-export interface ServeOptions {
-  snapshot: string;
-  keys: string;
-  port: number;
-  host: string;
-  state?: string | null;
-  trustProxy?: string[];
-  /** Addresses and CIDR ranges that may read /metrics; loopback by default. */
-  metricsAllow?: string[];
-  /** Host names /metrics and /usage answer, besides addresses and localhost. */
-  operatorHosts?: string[];
-  logLevel?: string;
-  /** A log line per response: method, path, status, bytes, µs, key name. */
-  accessLog?: boolean;
-  /** Response cache size; 0 turns the cache off. */
-  cacheBytes?: number;
-  /** Memory for large bodies kept whole while they are read (beyond the cache); past it, bodies go through a ring of chunks. */
-  wholeBodiesBytes?: number;
-  /** `memory` (the default), or a redis:// URL of the limiter shared by several instances. */
-  limiter?: string;
-  limiterTimeoutMs?: number;
-  /** What to do while Redis is down: answer 503 to limited keys (`none`), or enforce the limits in memory. */
-  limiterFallback?: 'deny' | 'memory';
-  /** Seconds between conditional GETs of an http(s) snapshot. */
-  snapshotPollS?: number;
-  /** Seconds between conditional GETs of an http(s) keys file. */
-  keysPollS?: number;
-  /** The largest snapshot downloaded from an http(s) origin. */
-  snapshotMaxBytes?: number;
-  /** Options given on the command line with credentials or tokens in them (to be warned of). */
-  secretFlags?: string[];
-  /** Seconds of snapshots remembered for change sets. */
-  historyS?: number;
-  /** Seconds of snapshots whose change sets are exact for any selection. */
-  historyExactS?: number;
-  /** Seconds requests are still served after SIGTERM, while /health says draining. */
-  drainS?: number;
-  /** A certificate (chain) and its key in PEM: the port speaks HTTPS only (docs/operations.md, HTTPS). */
-  tlsCert?: string;
-  tlsKey?: string;
-  /** Milliseconds a pass over held requests works per turn of the event loop (tests set 0: one group a turn). */
-  heldSliceMs?: number;
-  clock?: Clock;
-  log?: Logger;
-  follow?: FollowOptions;
-}
-
-export const DEFAULT_CACHE_BYTES = 128 * 1024 * 1024;
-export { DEFAULT_WHOLE_BODIES_BYTES };
-export const DEFAULT_METRICS_ALLOW = ['127.0.0.0/8', '::1'];
+export type { ServeOptions } from './options.js';
+export { DEFAULT_CACHE_BYTES, DEFAULT_DRAIN_S, DEFAULT_KEYS_POLL_S, DEFAULT_METRICS_ALLOW, DEFAULT_SNAPSHOT_POLL_S, DEFAULT_WHOLE_BODIES_BYTES } from './options.js';
 const DRAIN_LIMIT_MS = 10_000;
-export const DEFAULT_DRAIN_S = 5;
-export const DEFAULT_SNAPSHOT_POLL_S = 2;
-export const DEFAULT_KEYS_POLL_S = 2;
 const isUrl = (s: string): boolean => /^https?:\/\//i.test(s);
 
 export interface RunningServer {
   port: number;
   feed: SnapshotFeed;
   keys: KeysFeed;
+  /** The main thread's serving state (every thread has its own: docs/threads.md). */
   cache: ResponseCache;
   bodies: BodySources;
   selector: Selector;
   turns: Turns;
   waiters: Waiters;
-  /** The in-memory limiter: the limiter, or the shared one's fallback. */
+  /** The in-memory limiter: the limiter, or the shared one's fallback; its counts are every thread's. */
   limiter: MemoryLimiter;
   /** The shared limiter, with --limiter redis://. */
   redis: RedisLimiter | null;
+  /** Serving threads, the main one included. */
+  threads: number;
   log: Logger;
   /**
    * Stops accepting, lets bodies in flight finish (10 s at most), then
    * closes; with `drain` (a balancer's SIGTERM), first serves on for
-   * --drain-s seconds while /health says draining.
+   * --drain-s seconds while /health says draining. Every thread alike.
    */
   stop(drain?: boolean): Promise<void>;
   /** Writes the usage state now, if anything changed (for an exit that cannot wait for `stop`). */
   saveState(): void;
+  /** Ends the other serving threads at once (before a process exits without `stop`). */
+  killThreads(): Promise<void>;
+  /** Told once if a serving thread dies: the process must then end. */
+  onThreadDeath(handler: (reason: string) => void): void;
 }
 
 export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const clock = o.clock ?? systemClock;
   const log = o.log ?? createLogger(o.logLevel);
+  const threadCount = o.threads ?? defaultThreads();
   // The build of uWebSockets.js; refuses at once to run on a slow fallback.
   const build = uwsBuild();
   // A dropped store's memory goes back at the next full collection (snapshot/release-dropped.ts).
@@ -132,8 +84,6 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const keysOrigin = isUrl(o.keys) ? new Origin(o.keys, keysPath, o.keysPollS ?? DEFAULT_KEYS_POLL_S, KEYS_FILE_MAX_BYTES, { name: 'keys', maxBytesSaid: 'MB' }, log) : null;
   const feed = new SnapshotFeed(snapshotPath, clock, log, o.historyS ?? DEFAULT_HISTORY_S, o.follow, o.historyExactS ?? DEFAULT_HISTORY_EXACT_S);
   const keys = new KeysFeed(keysPath, keysOrigin?.url ?? keysPath, log, o.follow);
-  const cache = new ResponseCache(o.cacheBytes ?? DEFAULT_CACHE_BYTES);
-  feed.onSwap(() => cache.clear());
   let trustProxy: AddressSet;
   try {
     trustProxy = new AddressSet(o.trustProxy ?? []);
@@ -146,17 +96,6 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   } catch (err) {
     throw new CodedError('E_USAGE', `--metrics-allow: ${messageOf(err)}`);
   }
-  const sender = new Sender(log);
-  const scratch = new QueryScratch();
-  const bodies = new BodySources(cache, scratch, o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES, log);
-  const tagger = new Tagger(scratch);
-  const queries = new QueryMemo();
-  const selector = new Selector(tagger, scratch);
-  const turns = new Turns();
-  // Swapped-out snapshots' change sets go before the held requests are woken on the new one.
-  feed.onSwap(() => selector.clear());
-  const answers = new Answers(bodies, sender);
-  const waiters = new Waiters(clock, feed, queries, selector, answers, sender, log, o.heldSliceMs);
   const memory = new MemoryLimiter();
   const redisUrl = o.limiter && o.limiter !== 'memory' ? o.limiter : null;
   if (redisUrl && o.state) throw new CodedError('E_USAGE', '--state cannot be used with --limiter redis://...: Redis keeps the usage');
@@ -170,18 +109,39 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const pruner = setInterval(() => memory.prune(clock.nowMs(), clock.monotonicMs(), keys.table.longestWindowS * 1000), 3600_000);
   pruner.unref();
   const life: Lifecycle = { draining: false, limiter: redis, origin, keysOrigin, listener: null, tls: null };
-  // A renewed certificate gets an app of its own, which takes the port over (docs/operations.md, HTTPS).
-  const tls = pair ? (life.tls = new TlsCertificates(pair, async (renewed: CertificatePair) => listener.replace(appFor(renewed)), clock, log, o.follow)) : null;
-  const metrics = new Metrics(feed, keys, cache, bodies, selector, turns, sender, waiters, life, clock);
-  const makeApp = createAppMaker({ clock, feed, keys, limiter, trustProxy, queries, selector, turns, answers, waiters, sender, log, metrics, metricsAllow, operatorHosts: new Set(o.operatorHosts ?? []), life, accessLog: o.accessLog ?? false });
-  const appFor = (tls: TlsFiles | null) => {
-    try {
-      return makeApp(tls);
-    } catch (err) {
-      throw new CodedError('E_TLS', `TLS certificate ${tls?.certFile} and key ${tls?.keyFile} make no TLS context (${messageOf(err)})`);
-    }
-  };
-  const listener = (life.listener = new Listener(appFor(pair), o.host, log, pair !== null));
+  // The other serving threads, each with an app on the port; this one answers their questions about the whole process.
+  const others = new ServingThreads(
+    {
+      health: async () => healthReport(feed, keys, life, threadCount),
+      metrics: async () => sumExpositions(await serving.metrics.text(), await others.metrics()),
+    },
+    log,
+  );
+  // A renewed certificate gets an app of its own in every thread, which takes the port over (docs/operations.md, HTTPS).
+  const tls = pair
+    ? (life.tls = new TlsCertificates(pair, async (renewed: CertificatePair) => {
+        await serving.listener.replace(serving.appFor(renewed));
+        others.tls(renewed);
+      }, clock, log, o.follow))
+    : null;
+  const serving = startServing({
+    clock, log, feed, keys, limiter, life, host: o.host, trustProxy, metricsAllow,
+    operatorHosts: new Set(o.operatorHosts ?? []),
+    accessLog: o.accessLog ?? false,
+    heldSliceMs: o.heldSliceMs,
+    cacheBytes: Math.floor((o.cacheBytes ?? DEFAULT_CACHE_BYTES) / threadCount),
+    bodiesBytes: Math.floor((o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES) / threadCount),
+    tls: pair,
+    sharedPort: pair !== null || threadCount > 1,
+    reports: (metrics) => ({
+      health: async () => healthReport(feed, keys, life, threadCount),
+      metrics: async () => (others.count === 0 ? metrics.text() : sumExpositions(await metrics.text(), await others.metrics())),
+    }),
+  });
+  const { listener } = serving;
+  listener.onPause = (paused) => others.accept(paused);
+  feed.onSwap((store) => others.swap(store));
+  keys.onLoad((table) => others.keys(table));
   let port: number;
   try {
     // Keys that cannot be read at start stop the server, as a bad config stops nginx: it would answer 401 to everyone. A later bad edit keeps the keys in force.
@@ -192,7 +152,10 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     await keys.start();
     if (keys.lastError !== null) throw new CodedError('E_KEYS_INVALID', keys.lastError.replace(/^keys file /, `keys file ${keys.source} `));
     port = await listener.start(o.port);
+    const { clock: _c, log: _l, follow: _f, ...plain } = o;
+    await others.start(threadCount - 1, { threads: threadCount, port, clock: clock.shared ?? null, options: plain, usage: memory.table.buffer, tls: pair && { certFile: pair.certFile, keyFile: pair.keyFile }, keys: keys.table.data, store: null });
   } catch (err) {
+    await others.kill();
     await keys.close();
     listener.closeApps();
     if (originDir) rmSync(originDir, { recursive: true, force: true });
@@ -214,8 +177,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   origin?.start();
   keysOrigin?.start();
   log.info(
-    { event: 'listening', host: o.host, port, tls: pair !== null, snapshot: origin ? origin.url : feed.path, keys: keys.source, state: o.state ?? null, trust_proxy: o.trustProxy ?? [], cache_bytes: o.cacheBytes ?? DEFAULT_CACHE_BYTES, bodies_bytes: o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES },
-    `listening on ${o.host}:${port}${pair ? ' over HTTPS' : ''}`,
+    { event: 'listening', host: o.host, port, tls: pair !== null, threads: threadCount, snapshot: origin ? origin.url : feed.path, keys: keys.source, state: o.state ?? null, trust_proxy: o.trustProxy ?? [], cache_bytes: o.cacheBytes ?? DEFAULT_CACHE_BYTES, bodies_bytes: o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES },
+    `listening on ${o.host}:${port}${pair ? ' over HTTPS' : ''}${threadCount > 1 ? ` with ${threadCount} threads` : ''}`,
   );
 
   let stopping: Promise<void> | null = null;
@@ -223,25 +186,29 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     (stopping ??= (async () => {
       // Draining (docs/several-instances.md): /health says so at once, and requests are served on for a while, so that a balancer moves away first.
       life.draining = true;
-      waiters.answerAll();
       const drainMs = drain ? (o.drainS ?? DEFAULT_DRAIN_S) * 1000 : 0;
+      const othersStopped = others.stop(drainMs, DRAIN_LIMIT_MS);
+      serving.waiters.answerAll();
       if (drainMs > 0) {
         log.info({ event: 'draining', seconds: drainMs / 1000 }, 'draining: /health answers 503, requests are still served');
         await new Promise((r) => setTimeout(r, drainMs));
-        waiters.answerAll();
       }
-      listener.close();
-      const deadline = Date.now() + DRAIN_LIMIT_MS;
-      while ((sender.pendingCount > 0 || bodies.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await serving.drain(DRAIN_LIMIT_MS);
+      await othersStopped;
       await firstLoad.catch(() => undefined);
       await Promise.all([feed.close(), keys.close(), origin?.close(), keysOrigin?.close(), tls?.close()]);
       if (originDir) rmSync(originDir, { recursive: true, force: true });
       clearInterval(pruner);
-      sender.abandonAll();
       state?.close();
       await redis?.close();
-      listener.closeApps();
+      serving.close();
       log.info({ event: 'stopped' }, 'stopped');
     })());
-  return { port, feed, keys, cache, bodies, selector, turns, waiters, limiter: memory, redis, log, stop, saveState: () => state?.flush() };
+  const { cache, bodies, selector, turns, waiters } = serving;
+  return {
+    port, feed, keys, cache, bodies, selector, turns, waiters, limiter: memory, redis, threads: threadCount, log, stop,
+    saveState: () => state?.flush(),
+    killThreads: () => others.kill(),
+    onThreadDeath: (handler) => (others.onDeath = handler),
+  };
 }

@@ -13,15 +13,30 @@ import { readKeysOffThread } from './keys-thread.js';
  * read on a thread of its own: the requests of the keys in force are
  * answered meanwhile.
  */
-export class KeysFeed extends FollowedFile {
+/** The keys a thread checks requests against, and how their loads went. */
+export interface KeysInForce {
+  readonly table: KeyTable;
+  readonly lastError: string | null;
+  readonly source: string;
+  readonly loadedAtMs: number | null;
+}
+
+export class KeysFeed extends FollowedFile implements KeysInForce {
   table: KeyTable = KeyTable.empty();
   lastError: string | null = null;
   /** When the keys in force were loaded (ms since the epoch); null before. */
   loadedAtMs: number | null = null;
 
+  private readonly listeners: Array<(table: KeyTable) => void> = [];
+
   /** `source`: where the keys come from, as shown (the file, or the origin's URL). */
   constructor(path: string, readonly source: string, private readonly log: Logger, options?: FollowOptions) {
     super(path, options);
+  }
+
+  /** `listener` runs with each table put in force. */
+  onLoad(listener: (table: KeyTable) => void): void {
+    this.listeners.push(listener);
   }
 
   protected async load(path: string): Promise<void> {
@@ -29,6 +44,7 @@ export class KeysFeed extends FollowedFile {
       this.table = new KeyTable(await readKeysOffThread(path));
       this.lastError = null;
       this.loadedAtMs = Date.now();
+      for (const listener of this.listeners) listener(this.table);
       this.log.info({ event: 'keys_loaded', file: this.source, keys: this.table.size }, 'keys loaded');
       // Keys in plain text that any user of the host may read: the operator is told (`sha256` entries hold no secret).
       if (this.table.plainKeys > 0 && (statSync(path).mode & 0o004) !== 0) {

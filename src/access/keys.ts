@@ -202,7 +202,8 @@ export class KeyTable {
   private readonly ids: Buffer;
   private longest: number | null = null;
 
-  constructor(private readonly data: KeysData) {
+  /** `data`: what the keys thread made (access/keys-worker.ts), also handed to serving threads. */
+  constructor(readonly data: KeysData) {
     this.ids = Buffer.from(data.ids.buffer, data.ids.byteOffset, data.ids.byteLength);
   }
 

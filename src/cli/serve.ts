@@ -14,13 +14,18 @@ export function serveOptions(args: string[], env: NodeJS.ProcessEnv): ServeOptio
  * The process around a running server: SIGTERM/SIGINT stop it gracefully and
  * exit 0, a second signal exits at once. An uncaught exception leaves the
  * process in an unknown state: it is logged, the usage state saved, and the
- * process exits 1 (for the supervisor to restart it). An unhandled rejection
+ * process exits 1 (for the supervisor to restart it); so does a serving
+ * thread that dies. An unhandled rejection
  * is logged and the server keeps serving.
  */
 export function superviseProcess(server: RunningServer, cleanup: () => void = () => undefined): void {
   let stopping = false;
+  /** Exits once the other serving threads have closed their apps: Node aborts a process that ends with one still open. */
+  const exit = (code: number): void => {
+    void server.killThreads().finally(() => process.exit(code));
+  };
   const onSignal = (signal: NodeJS.Signals): void => {
-    if (stopping) process.exit(1);
+    if (stopping) return exit(1);
     stopping = true;
     server.log.info({ event: 'signal', signal }, `received ${signal}, stopping`);
     // A balancer's SIGTERM drains first; a person's Ctrl+C stops accepting at once.
@@ -31,7 +36,7 @@ export function superviseProcess(server: RunningServer, cleanup: () => void = ()
       },
       (err) => {
         server.log.error({ event: 'stop_failed', err }, 'stop failed');
-        process.exit(1);
+        exit(1);
       },
     );
   };
@@ -40,7 +45,12 @@ export function superviseProcess(server: RunningServer, cleanup: () => void = ()
   process.on('uncaughtException', (err) => {
     server.log.fatal({ event: 'uncaught_exception', err }, 'uncaught exception; usage state saved, exiting');
     server.saveState();
-    process.exit(1);
+    exit(1);
+  });
+  // A serving thread that died said why in one line (threads/serving-threads.ts): the process ends, for its supervisor to start it again.
+  server.onThreadDeath(() => {
+    server.saveState();
+    exit(1);
   });
   process.on('unhandledRejection', (reason) => {
     server.log.error({ event: 'unhandled_rejection', err: reason }, 'unhandled promise rejection; still serving');

@@ -1,13 +1,13 @@
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import { subnetOf, type AddressSet } from '../access/address.js';
-import type { KeysFeed } from '../access/keys-feed.js';
+import type { KeysInForce } from '../access/keys-feed.js';
 import type { KeyEntry } from '../access/keys.js';
 import type { Limiter, Verdict } from '../access/limiter.js';
 import { hasRateFields, rateLimitHeaders } from '../access/rate-limit-headers.js';
 import type { QueryMemo } from '../query/query-memo.js';
 import { DEFAULT_SERVICES } from '../core/vocabulary.js';
-import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
+import type { StoreFeed } from '../snapshot/snapshot-feed.js';
 import { validators, type Answers } from './answer.js';
 import { isEmpty } from '../query/changes.js';
 import { forgedCursor } from '../query/cursor.js';
@@ -38,8 +38,8 @@ type MemoEntry = ReturnType<QueryMemo['read']>;
 
 export interface ApiDeps {
   clock: Clock;
-  feed: SnapshotFeed;
-  keys: KeysFeed;
+  feed: StoreFeed;
+  keys: KeysInForce;
   limiter: Limiter;
   trustProxy: AddressSet;
   queries: QueryMemo;

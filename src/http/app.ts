@@ -1,13 +1,12 @@
 import { readFileSync } from 'node:fs';
 import type { AddressSet } from '../access/address.js';
 import type { Logger } from '../core/log.js';
-import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
+import type { StoreFeed } from '../snapshot/snapshot-feed.js';
 import { createApiHandler, targetTooLong, type ApiDeps } from './api.js';
 import { clientOf, operatorHost } from './client-address.js';
 import { Exchange, type RouteAccount } from './exchange.js';
 import { HTTP_FAILURES, type HttpFailure } from './failures.js';
 import { head } from './head.js';
-import { healthReport } from './health.js';
 import { Pages } from './pages.js';
 import type { Lifecycle } from './lifecycle.js';
 import { usageReport } from './usage.js';
@@ -48,16 +47,23 @@ const UNHEALTHY = head('503 Service Unavailable', JSON_HEADERS);
 const OPENAPI = readFileSync(new URL('../../../openapi.json', import.meta.url));
 const OPENAPI_HEAD = head('200 OK', [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-cache']]);
 
+/** What /health and /metrics say: of the whole process, whichever thread is asked (docs/threads.md). */
+export interface ProcessReports {
+  health(): Promise<{ ready: boolean; body: string }>;
+  metrics(): Promise<string>;
+}
+
 export interface AppDeps extends ApiDeps {
   life: Lifecycle;
   log: Logger;
   /** One log line per response. */
   accessLog: boolean;
-  feed: SnapshotFeed;
+  feed: StoreFeed;
   /** Who may read /metrics and /usage. */
   metricsAllow: AddressSet;
   /** The host names (lower case) that /metrics and /usage answer besides addresses and localhost. */
   operatorHosts: ReadonlySet<string>;
+  reports: ProcessReports;
 }
 
 /** Files of a certificate and its key, for an app that speaks HTTPS. */
@@ -128,8 +134,15 @@ export function createAppMaker(deps: AppDeps): (tls: TlsFiles | null) => Templat
   };
   const api = createApiHandler(deps);
   const health: Handler = (ex) => {
-    const report = healthReport(deps.feed, deps.keys, deps.life);
-    sender.bytes(ex, report.ready ? HEALTHY : UNHEALTHY, Buffer.from(report.body));
+    ex.defer<{ ready: boolean; body: string } | null>(
+      (settle) => {
+        deps.reports.health().then(settle, (err: unknown) => {
+          log.error({ event: 'health_failed', err }, 'health failed');
+          settle(null);
+        });
+      },
+      (report) => (report ? sender.bytes(ex, report.ready ? HEALTHY : UNHEALTHY, Buffer.from(report.body)) : sender.error(ex, HTTP_FAILURES.internal)),
+    );
   };
   /**
    * Whether the client may read /metrics and /usage: its address as the
@@ -163,7 +176,7 @@ export function createAppMaker(deps: AppDeps): (tls: TlsFiles | null) => Templat
   };
   const metrics: Handler = (ex, req) => {
     if (!operator(ex, req, HTTP_FAILURES.metricsForbidden)) return;
-    later(ex, stats.text(), stats.registry.contentType, HTTP_FAILURES.internal, 'metrics_failed');
+    later(ex, deps.reports.metrics(), stats.registry.contentType, HTTP_FAILURES.internal, 'metrics_failed');
   };
   const usage: Handler = (ex, req) => {
     if (!operator(ex, req, HTTP_FAILURES.usageForbidden)) return;

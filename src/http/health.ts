@@ -1,16 +1,17 @@
-import type { KeysFeed } from '../access/keys-feed.js';
+import type { KeysInForce } from '../access/keys-feed.js';
 import { formatIsoOffset } from '../core/service-time.js';
-import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
+import type { StoreFeed } from '../snapshot/snapshot-feed.js';
 import type { Lifecycle } from './lifecycle.js';
 
 /** The /health document (docs/operations.md; docs/several-instances.md) and whether the service takes requests. */
-export function healthReport(feed: SnapshotFeed, keys: KeysFeed, life: Lifecycle): { ready: boolean; body: string } {
+export function healthReport(feed: StoreFeed, keys: KeysInForce, life: Lifecycle, threads: number): { ready: boolean; body: string } {
   const reloads = { ok: feed.reloadsOk, failed: feed.reloadsFailed, last_error: feed.lastError };
   const redis = life.limiter;
   const o = life.origin;
   // The keys in force, and what the snapshot origin and a shared limiter say, when there are any (docs/several-instances.md).
   const keysError = keys.lastError ?? life.keysOrigin?.lastError ?? null;
   const extra = {
+    threads,
     keys: { source: keys.source, loaded_at: keys.loadedAtMs === null ? null : formatIsoOffset(keys.loadedAtMs), count: keys.table.size, last_error: keysError },
     ...(o ? { origin: { url: o.url, downloads: o.downloads, not_modified: o.notModified, last_error: o.lastError } } : {}),
     ...(life.tls

@@ -14,15 +14,24 @@ import { loadUws, type TemplatedApp, type us_listen_socket } from './uws.js';
 const CHECK_MS = 250;
 const RELAXED_CHECK_MS = 1000;
 
-/** Open file descriptors of this process and its limit; null where /proc does not tell. */
+/** The limit last read, for a count that finds no descriptor left to read with. */
+let lastLimit: number | null = null;
+
+/**
+ * Open file descriptors of this process and its limit; null where /proc
+ * does not tell. Reading takes a descriptor: when none is left (another
+ * thread's accept took the one given up for the count), every one is in use.
+ */
 function countDescriptors(): { open: number; limit: number } | null {
   try {
     const m = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
     if (!m || m[1] === 'unlimited') return null;
+    lastLimit = Number(m[1]);
     // Less the directory's own descriptor, listed while it is read.
-    return { open: readdirSync('/proc/self/fd').length - 1, limit: Number(m[1]) };
-  } catch {
-    return null;
+    return { open: readdirSync('/proc/self/fd').length - 1, limit: lastLimit };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return (code === 'EMFILE' || code === 'ENFILE') && lastLimit !== null ? { open: lastLimit, limit: lastLimit } : null;
   }
 }
 
@@ -50,10 +59,13 @@ export class Listener {
   private spare: number | null = null;
   /** Apps replaced by a renewal, still serving the connections they accepted, closed with the rest at the end. */
   private readonly retired: TemplatedApp[] = [];
+  /** Told when accepting pauses or resumes: the other serving threads follow this one's count (docs/threads.md). */
+  onPause: (paused: boolean) => void = () => undefined;
 
   /**
    * `renewable`: another app may take the port over (a renewed
-   * certificate, docs/operations.md, HTTPS). The port is then bound with SO_REUSEPORT,
+   * certificate, docs/operations.md, HTTPS), or listens beside this one
+   * (serving threads). The port is then bound with SO_REUSEPORT,
    * after a first exclusive bind that proves no other process has it.
    */
   constructor(private app: TemplatedApp, private readonly host: string, private readonly log: Logger, private readonly renewable = false) {}
@@ -74,6 +86,29 @@ export class Listener {
       this.schedule(CHECK_MS);
     }
     return this.port;
+  }
+
+  /**
+   * Listens on `port` beside the apps that already do (other serving
+   * threads of this process, docs/threads.md). The descriptors are the
+   * process's: the main thread counts them, and says when to pause.
+   */
+  async join(port: number): Promise<void> {
+    this.port = port;
+    this.token = await this.listen(port, false);
+  }
+
+  /** Stops or starts accepting as the thread that counts the descriptors says. */
+  async follow(paused: boolean): Promise<void> {
+    if (this.closed) return;
+    if (paused && this.token) {
+      loadUws().us_listen_socket_close(this.token);
+      this.token = null;
+    } else if (!paused && !this.token) {
+      const token = await this.listen(this.port);
+      if (this.closed) return loadUws().us_listen_socket_close(token);
+      this.token = token;
+    }
   }
 
   /**
@@ -128,12 +163,14 @@ export class Listener {
       loadUws().us_listen_socket_close(this.token);
       this.token = null;
       this.pauses++;
+      this.onPause(true);
       this.log.error({ event: 'accept_paused', open_files: d.open, limit: d.limit }, `${d.open} of ${d.limit} file descriptors in use: new connections are refused until some close (raise LimitNOFILE)`);
     } else if (!this.token && d.open < d.limit - 2 * margin) {
       this.listen(this.port).then(
         (token) => {
           if (this.closed) return loadUws().us_listen_socket_close(token);
           this.token = token;
+          this.onPause(false);
           this.log.info({ event: 'accept_resumed', open_files: d.open, limit: d.limit }, 'file descriptors are free again: accepting connections');
         },
         () => undefined, // tried again at the next check

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics, type CounterConfiguration } from 'prom-client';
-import type { KeysFeed } from '../access/keys-feed.js';
+import type { KeysInForce } from '../access/keys-feed.js';
 import type { Clock } from '../core/clock.js';
-import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
+import type { StoreFeed } from '../snapshot/snapshot-feed.js';
 import type { BodySources } from '../bodies/sources.js';
 import type { Selector } from '../query/selection.js';
 import type { Turns } from './turns.js';
@@ -35,7 +35,7 @@ export class Metrics {
   private readonly rejections: Counter<'limit'>;
   private readonly routes = new Map<string, RouteStats>();
 
-  constructor(feed: SnapshotFeed, keys: KeysFeed, cache: ResponseCache, bodies: BodySources, selector: Selector, turns: Turns, sender: Sender, waiters: Waiters, life: Lifecycle, clock: Clock) {
+  constructor(feed: StoreFeed, keys: KeysInForce, cache: ResponseCache, bodies: BodySources, selector: Selector, turns: Turns, sender: Sender, waiters: Waiters, life: Lifecycle, clock: Clock) {
     const registers = [this.registry];
     // Event-loop delay sampled every millisecond: at the default 10 ms, every reading carries up to 10 ms of the sampling interval.
     collectDefaultMetrics({ register: this.registry, prefix: 'proxylist_', eventLoopMonitoringPrecision: 1 });

@@ -4,7 +4,7 @@ import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import { MAX_WAIT_S, planKey, type Plan } from '../query/plan.js';
 import type { QueryMemo } from '../query/query-memo.js';
-import type { SnapshotFeed } from '../snapshot/snapshot-feed.js';
+import type { StoreFeed } from '../snapshot/snapshot-feed.js';
 import type { Store } from '../store/store.js';
 import { isEmpty } from '../query/changes.js';
 import { windowEnd, type Selection, type Selector } from '../query/selection.js';
@@ -84,7 +84,7 @@ export class Waiters {
 
   constructor(
     private readonly clock: Clock,
-    private readonly feed: SnapshotFeed,
+    private readonly feed: StoreFeed,
     private readonly queries: QueryMemo,
     private readonly selector: Selector,
     private readonly answers: Answers,

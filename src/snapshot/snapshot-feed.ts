@@ -12,13 +12,23 @@ export const DEFAULT_HISTORY_S = 3600;
 /** Seconds of snapshots whose change sets are exact for any selection (docs/design.md, Exact change sets). */
 export const DEFAULT_HISTORY_EXACT_S = 900;
 
+/** The store a thread answers from, and how its loads went: the feed itself, or a serving thread's copy of what it says (threads/serving-worker.ts). */
+export interface StoreFeed {
+  readonly current: Store | null;
+  readonly reloadsOk: number;
+  readonly reloadsFailed: number;
+  readonly lastError: string | null;
+  /** `listener` runs on each swap; a promise it returns is awaited before the swap is logged. */
+  onSwap(listener: (store: Store) => void | Promise<void>): void;
+}
+
 /**
  * The snapshot the server answers from. Each new version of the file is built
  * in a worker and swapped in as one reference; a request reads `current` once
  * and finishes on that store, whatever is swapped in meanwhile. A version that
  * fails to load leaves the current store in place.
  */
-export class SnapshotFeed extends FollowedFile {
+export class SnapshotFeed extends FollowedFile implements StoreFeed {
   current: Store | null = null;
   reloadsOk = 0;
   reloadsFailed = 0;
@@ -28,7 +38,7 @@ export class SnapshotFeed extends FollowedFile {
   private generation = 0;
   /** A store was swapped out since the last full collection. */
   private dropped = false;
-  private readonly listeners: Array<(store: Store) => void> = [];
+  private readonly listeners: Array<(store: Store) => void | Promise<void>> = [];
   private readonly builder = new BuildThread();
 
   /**
@@ -52,7 +62,7 @@ export class SnapshotFeed extends FollowedFile {
     await this.builder.close();
   }
 
-  onSwap(listener: (store: Store) => void): void {
+  onSwap(listener: (store: Store) => void | Promise<void>): void {
     this.listeners.push(listener);
   }
 
@@ -85,7 +95,8 @@ export class SnapshotFeed extends FollowedFile {
     this.lastLoadMs = performance.now() - started;
     this.reloadsOk++;
     this.lastError = null;
-    for (const listener of this.listeners) listener(store);
+    // Every serving thread has the new store before the swap is logged (docs/threads.md).
+    await Promise.all(this.listeners.map((listener) => listener(store)));
     this.log.info(
       { event: 'snapshot_loaded', file: path, records: store.rows, skipped: meta.skipped, duplicates: meta.duplicates, ms: Math.round(this.lastLoadMs) },
       'snapshot loaded',

@@ -41,6 +41,14 @@ export interface TestServerSetup {
   options?: Partial<ServeOptions>;
 }
 
+/**
+ * Serving threads of a test's server: PROXYLIST_THREADS as `npm test` runs
+ * with it (CI runs the suite with the default and with 1), else the
+ * default. A test of what happens inside one thread (one production for
+ * its readers, its cache) says `threads: 1` in its options.
+ */
+export const testThreads = (): number | undefined => (process.env.PROXYLIST_THREADS ? Number(process.env.PROXYLIST_THREADS) : undefined);
+
 export async function startTestServer(o: TestServerSetup = {}): Promise<TestServer> {
   const dir = tempDir();
   const snapshot = join(dir, 'snapshot.msgpack');
@@ -50,7 +58,7 @@ export async function startTestServer(o: TestServerSetup = {}): Promise<TestServ
   const clock = (o.clock as ManualClock) ?? new ManualClock(TEST_NOW_S * 1000);
   const server = await startServer({
     snapshot, keys, port: 0, host: '127.0.0.1', clock, log: createLogger('silent'),
-    follow: { debounceMs: 20, pollMs: 200 }, drainS: 0, ...o.options,
+    follow: { debounceMs: 20, pollMs: 200 }, drainS: 0, threads: testThreads(), ...o.options,
   });
   await server.feed.settle();
   const base = `http://127.0.0.1:${server.port}`;

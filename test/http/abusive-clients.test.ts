@@ -82,7 +82,8 @@ for (const cache of [true, false]) {
   test.run();
 }
 
-const narrowed = serverSuite('a slow reader of a narrowed body', () => ({ snapshot }));
+// What happens inside one serving thread (its cache, its productions): one thread.
+const narrowed = serverSuite('a slow reader of a narrowed body', () => ({ snapshot, options: { threads: 1 } }));
 
 narrowed('gets a view of the cached rows still in the window, then the close, byte for byte as the reference writes them', async ({ t }) => {
   const query = 'get=json&time=3000';

@@ -44,7 +44,8 @@ const setups = [
 ];
 
 for (const setup of setups) {
-  const test = serverSuite(`shared productions (${setup.name})`, () => ({ snapshot, options: setup.options }));
+  // What happens inside one serving thread (its cache, its productions): one thread.
+  const test = serverSuite(`shared productions (${setup.name})`, () => ({ snapshot, options: { ...setup.options, threads: 1 } }));
 
   test('30 concurrent readers of one body get the reference bytes from one production', async ({ t }) => {
     assert.ok(want.length > 20_000_000, `the dump is ${want.length} bytes`);
@@ -136,7 +137,8 @@ burst.before(async (ctx) => {
   const bigSnapshot = encodeSnapshot(generateRecords({ records: 200_000, seed: 33, now: TEST_NOW_S }), TEST_NOW_S);
   ctx.reference = NaiveEngine.fromFile(bigSnapshot);
   ctx.big = sha256(ctx.reference.answer('key=x&time=100000&get=json', TEST_NOW_S * 1000).body);
-  ctx.t = await startTestServer({ snapshot: bigSnapshot });
+  // Memory and fairness inside one serving thread.
+  ctx.t = await startTestServer({ snapshot: bigSnapshot, options: { threads: 1 } });
 });
 burst.after((ctx) => ctx.t.close());
 

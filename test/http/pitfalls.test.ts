@@ -12,7 +12,8 @@ import { TEST_KEY, TEST_NOW_S, eventually, tempDir, serverSuite } from '../helpe
 /** Known pitfalls of the dependencies that the core service touches. */
 const snapshot = encodeSnapshot(generateRecords({ records: 2000, seed: 5, now: TEST_NOW_S }), TEST_NOW_S);
 
-const test = serverSuite('uWebSockets.js pitfalls', () => ({ snapshot }));
+// A handler's error is planted in the main thread's store: one thread.
+const test = serverSuite('uWebSockets.js pitfalls', () => ({ snapshot, options: { threads: 1 } }));
 
 test('an unexpected error inside a handler answers 500 without details, and the server keeps serving', async ({ t }) => {
   const store = t.server.feed.current!;

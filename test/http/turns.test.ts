@@ -38,7 +38,8 @@ const RECORDS = 70_000;
 const records = generateRecords({ records: RECORDS, seed: 77, now: TEST_NOW_S });
 const file = encodeSnapshot(records, TEST_NOW_S);
 const engine = NaiveEngine.fromFile(file);
-const test = serverSuite('requests that scan much of the store', () => ({ snapshot: file }));
+// Turns are taken within one serving thread: one thread.
+const test = serverSuite('requests that scan much of the store', () => ({ snapshot: file, options: { threads: 1 } }));
 
 test('distinct large queries each take a turn, small ones do not, and every answer is the reference\'s', async ({ t }) => {
   const big = ['get=json&time=99999&works=10', 'time=99999&type=http,socks5', 'get=json&time=99999&sort=ping&pretty=0', 'get=stats&time=99999', 'time=99999&anon=elite&works=20', 'get=json&time=99999&country=US&cm=except&fields=ip,works'];

@@ -15,7 +15,8 @@ const second = encodeSnapshot(generateRecords({ records: 3000, seed: 72, now: TE
 const test = suite<{ t: TestServer }>('wait');
 test.before(async (ctx) => {
   // The cache off: held requests that wake together must still share one production.
-  ctx.t = await startTestServer({ snapshot: first, options: { cacheBytes: 0 } });
+  // The held requests of one serving thread, and its productions (threads/serving.test.ts holds them across threads).
+  ctx.t = await startTestServer({ snapshot: first, options: { cacheBytes: 0, threads: 1 } });
 });
 test.after((ctx) => ctx.t.close());
 

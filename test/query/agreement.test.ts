@@ -61,7 +61,8 @@ for (const cache of [true, false]) {
   test.run();
 }
 
-const moving = serverSuite('agreement while the window moves (cache on)', () => ({ snapshot }));
+// Counts the cache hits of one serving thread: one thread.
+const moving = serverSuite('agreement while the window moves (cache on)', () => ({ snapshot, options: { threads: 1 } }));
 
 moving('second by second, with jumps and a clock set back, cached and narrowed bodies stay exact', async ({ t }) => {
   const city = records.find((r) => r.city?.en)!.city!.en!;

@@ -274,7 +274,8 @@ older('inside, the exact difference; outside, a wider change set that still give
 
 older.run();
 
-const waiting = serverSuite('change sets with wait', () => ({ snapshot: files[0], options: { heldSliceMs: 0 } }));
+// The held requests and passes of one serving thread: one thread (threads/serving.test.ts holds them across threads).
+const waiting = serverSuite('change sets with wait', () => ({ snapshot: files[0], options: { heldSliceMs: 0, threads: 1 } }));
 
 waiting('a change set with wait is held while it is empty, and answered within a second of the next snapshot', async ({ t }) => {
   const cursor = (await t.api('get=json&pretty=0')).headers.get('list-cursor')!;

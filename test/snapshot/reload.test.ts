@@ -11,7 +11,8 @@ import { health, rejectedKeepsServing, servedVersion, version } from '../helpers
 
 const test = suite<{ t: TestServer }>('snapshot reloads');
 test.before.each(async (ctx) => {
-  ctx.t = await startTestServer({ snapshot: version(0) });
+  // One test counts the hits of one serving thread's cache: one thread.
+  ctx.t = await startTestServer({ snapshot: version(0), options: { threads: 1 } });
 });
 test.after.each((ctx) => ctx.t.close());
 

@@ -1,0 +1,113 @@
+import type { AddressSet } from './access/address.js';
+import type { KeysInForce } from './access/keys-feed.js';
+import type { Limiter } from './access/limiter.js';
+import type { Clock } from './core/clock.js';
+import { CodedError, messageOf } from './core/errors.js';
+import type { Logger } from './core/log.js';
+import { createAppMaker, type ProcessReports, type TlsFiles } from './http/app.js';
+import type { Lifecycle } from './http/lifecycle.js';
+import { Metrics } from './http/metrics.js';
+import { BodySources } from './bodies/sources.js';
+import { ResponseCache } from './bodies/response-cache.js';
+import { Sender } from './http/sender.js';
+import { Waiters } from './http/waiters.js';
+import { Answers } from './http/answer.js';
+import { Listener } from './http/listener.js';
+import { Selector } from './query/selection.js';
+import { Turns } from './http/turns.js';
+import { Tagger } from './query/etag.js';
+import { QueryMemo } from './query/query-memo.js';
+import { QueryScratch } from './query/scratch.js';
+import type { StoreFeed } from './snapshot/snapshot-feed.js';
+
+/** What one serving thread answers from, and how. */
+export interface ServingParts {
+  clock: Clock;
+  log: Logger;
+  feed: StoreFeed;
+  keys: KeysInForce;
+  limiter: Limiter;
+  life: Lifecycle;
+  host: string;
+  trustProxy: AddressSet;
+  metricsAllow: AddressSet;
+  operatorHosts: ReadonlySet<string>;
+  accessLog: boolean;
+  heldSliceMs?: number;
+  /** This thread's share of the response cache and of the memory of bodies in flight. */
+  cacheBytes: number;
+  bodiesBytes: number;
+  /** The certificate pair in force, for HTTPS. */
+  tls: TlsFiles | null;
+  /** Other apps listen on the port too: other serving threads, or a renewed certificate's. */
+  sharedPort: boolean;
+
+  /** What /health and /metrics say for the whole process, from this thread's metrics. */
+  reports(metrics: Metrics): ProcessReports;
+}
+
+/** A serving thread's state: everything between a request and its answer. */
+export interface Serving {
+  cache: ResponseCache;
+  bodies: BodySources;
+  sender: Sender;
+  selector: Selector;
+  turns: Turns;
+  waiters: Waiters;
+  metrics: Metrics;
+  listener: Listener;
+  /** An app of the routes for a certificate pair (or plain HTTP): a renewal's takes the port over. */
+  appFor(tls: TlsFiles | null): ReturnType<ReturnType<typeof createAppMaker>>;
+  /** Stops taking connections, then waits (up to `limitMs`) for the bodies in flight; held requests are answered first. */
+  drain(limitMs: number): Promise<void>;
+  /** Closes what is left: pending bodies and every app. */
+  close(): void;
+}
+
+/**
+ * The serving half of the service, one per serving thread: the response
+ * cache, bodies, selections, held requests, metrics and the app on the
+ * port. What it answers from (the store, the keys, the limits) comes in
+ * `parts`, the same for every thread of a process.
+ */
+export function startServing(p: ServingParts): Serving {
+  const cache = new ResponseCache(p.cacheBytes);
+  p.feed.onSwap(() => cache.clear());
+  const sender = new Sender(p.log);
+  const scratch = new QueryScratch();
+  const bodies = new BodySources(cache, scratch, p.bodiesBytes, p.log);
+  const tagger = new Tagger(scratch);
+  const queries = new QueryMemo();
+  const selector = new Selector(tagger, scratch);
+  const turns = new Turns();
+  // Swapped-out snapshots' change sets go before the held requests are woken on the new one.
+  p.feed.onSwap(() => selector.clear());
+  const answers = new Answers(bodies, sender);
+  const waiters = new Waiters(p.clock, p.feed, queries, selector, answers, sender, p.log, p.heldSliceMs);
+  const metrics = new Metrics(p.feed, p.keys, cache, bodies, selector, turns, sender, waiters, p.life, p.clock);
+  const makeApp = createAppMaker({
+    clock: p.clock, feed: p.feed, keys: p.keys, limiter: p.limiter, trustProxy: p.trustProxy, queries, selector, turns, answers, waiters, sender, log: p.log, metrics,
+    metricsAllow: p.metricsAllow, operatorHosts: p.operatorHosts, life: p.life, accessLog: p.accessLog, reports: p.reports(metrics),
+  });
+  const appFor = (tls: TlsFiles | null) => {
+    try {
+      return makeApp(tls);
+    } catch (err) {
+      throw new CodedError('E_TLS', `TLS certificate ${tls?.certFile} and key ${tls?.keyFile} make no TLS context (${messageOf(err)})`);
+    }
+  };
+  const listener = (p.life.listener = new Listener(appFor(p.tls), p.host, p.log, p.sharedPort));
+  return {
+    cache, bodies, sender, selector, turns, waiters, metrics, listener, appFor,
+    async drain(limitMs) {
+      waiters.answerAll();
+      listener.close();
+      const deadline = Date.now() + limitMs;
+      while ((sender.pendingCount > 0 || bodies.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    },
+    close() {
+      sender.abandonAll();
+      listener.closeApps();
+    },
+  };
+}
