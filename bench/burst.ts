@@ -5,8 +5,8 @@
  *   small queries; default options.
  * - 1,000,000 records: 16 connections on `time=3600&get=json` (about 350 MB).
  * The same bytes are served by the bare uWebSockets.js ceiling in the same
- * run. Reported: the small queries' p99 (B3), the big bodies per second (B4),
- * the server's peak RSS (B5, VmHWM) and its longest event-loop delay (B6,
+ * run. Reported: the small queries' p99, the big bodies per second,
+ * the server's peak RSS (VmHWM) and its longest event-loop delay
  * from its own /metrics, which prom-client reads with monitorEventLoopDelay).
  * Servers on core 0, wrk on core 1.
  * Run: npm run bench -- burst [--quick]   (--quick: 200,000 records, 1 run)

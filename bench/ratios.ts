@@ -2,11 +2,11 @@
  * This server (defaults) against the bare uWebSockets.js ceiling serving the
  * same bytes, on three workloads, runs of the two alternating so that the
  * machine's drift touches both alike:
- * - B1, the small answers (`SMALL_MIX`): the per-request work;
- * - B2, the benchmark mix (`QUERY_MIX`), full dumps included;
- * - B7, the mix with `Accept-Encoding: gzip`, against a ceiling that serves
+ * - small: the small answers (`SMALL_MIX`): the per-request work;
+ * - mix: the benchmark mix (`QUERY_MIX`), full dumps included;
+ * - gzip: the mix with `Accept-Encoding: gzip`, against a ceiling that serves
  *   the same gzip bytes precompressed;
- * - B8, the real mix (`REAL_MIX`: counted small, uncounted medium answers in
+ * - real: the real mix (`REAL_MIX`: counted small, uncounted medium answers in
  *   a window that moves every second, empty answers), also against nginx
  *   serving the same bytes from pre-rendered files (contenders/nginx.ts).
  * wrk 1 thread x 64 connections on core 1, servers on core 0; the median of
@@ -15,7 +15,7 @@
  * contender started on them: the snapshot does not change during the
  * benchmark, so its windows narrow as it ages, and bodies captured once
  * would be larger than those this server answers by the last run.
- * Run: npm run bench -- ratios [--quick] [-- --records N] [-- --only B1,B8]
+ * Run: npm run bench -- ratios [--quick] [-- --records N] [--only small,real]
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -35,10 +35,10 @@ const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
 const only = process.argv.indexOf('--only');
 const workloads = [
-  { id: 'B1', name: 'small answers', mix: SMALL_MIX, headers: {}, nginx: false },
-  { id: 'B2', name: 'the mix', mix: QUERY_MIX, headers: {}, nginx: false },
-  { id: 'B7', name: 'the mix, gzip', mix: QUERY_MIX, headers: GZIP, nginx: false },
-  { id: 'B8', name: 'the real mix', mix: REAL_MIX, headers: {}, nginx: true },
+  { id: 'small', name: 'small answers', mix: SMALL_MIX, headers: {}, nginx: false },
+  { id: 'mix', name: 'the mix', mix: QUERY_MIX, headers: {}, nginx: false },
+  { id: 'gzip', name: 'the mix, gzip', mix: QUERY_MIX, headers: GZIP, nginx: false },
+  { id: 'real', name: 'the real mix', mix: REAL_MIX, headers: {}, nginx: true },
 ].filter((w) => only < 0 || process.argv[only + 1].split(',').includes(w.id));
 
 interface WorkloadRow {

@@ -24,7 +24,7 @@ interface Bench {
 }
 
 const BENCHES: Bench[] = [
-  { name: 'ratios', file: 'ratios.js', line: 'this server against a bare uWebSockets.js app serving the same bytes (B1 small answers, B2 the mix, B7 gzip, B8 the real mix, also against nginx)', options: '[--quick] [--records N] [--only B1,B8]' },
+  { name: 'ratios', file: 'ratios.js', line: 'this server against a bare uWebSockets.js app serving the same bytes: small answers, the mix, the mix with gzip, the real mix (also against nginx)', options: '[--quick] [--records N] [--only small,mix,gzip,real]' },
   { name: 'http', file: 'http-bench.js', line: 'the query mix against this server (cache on and off), the ceiling, nginx with the same bodies and the naive server', options: '[--quick]' },
   { name: 'tls', file: 'tls.js', line: 'HTTPS: small answers, new TLS connections and a big body against nginx over TLS; plain HTTP against another build', options: '[--quick] [--records N] [--baseline CLI]' },
   { name: 'burst', file: 'burst.js', line: '30 readers of a 70 MB body beside small queries: fairness and memory', options: '[--quick]' },
