@@ -7,7 +7,7 @@
  * The same bytes are served by the bare uWebSockets.js ceiling in the same
  * run. Reported: the small queries' p99, the big bodies per second,
  * the server's peak RSS (VmHWM) and its longest event-loop delay
- * from its own /metrics, which prom-client reads with monitorEventLoopDelay).
+ * (from its own /metrics, which prom-client reads with monitorEventLoopDelay).
  * Servers on core 0, wrk on core 1.
  * Run: npm run bench -- burst [--quick]   (--quick: 200,000 records, 1 run)
  */
