@@ -133,6 +133,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     bodiesBytes: Math.floor((o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES) / threadCount),
     tls: pair,
     sharedPort: pair !== null || threadCount > 1,
+    thread: 0,
     reports: (metrics) => ({
       health: async () => healthReport(feed, keys, life, threadCount),
       metrics: async () => (others.count === 0 ? metrics.text() : sumExpositions(await metrics.text(), await others.metrics())),

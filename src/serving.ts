@@ -39,6 +39,8 @@ export interface ServingParts {
   bodiesBytes: number;
   /** The certificate pair in force, for HTTPS. */
   tls: TlsFiles | null;
+  /** This serving thread's number: 0 for the main one. */
+  thread: number;
   /** Other apps listen on the port too: other serving threads, or a renewed certificate's. */
   sharedPort: boolean;
 
@@ -84,7 +86,7 @@ export function startServing(p: ServingParts): Serving {
   p.feed.onSwap(() => selector.clear());
   const answers = new Answers(bodies, sender);
   const waiters = new Waiters(p.clock, p.feed, queries, selector, answers, sender, p.log, p.heldSliceMs);
-  const metrics = new Metrics(p.feed, p.keys, cache, bodies, selector, turns, sender, waiters, p.life, p.clock);
+  const metrics = new Metrics(p.feed, p.keys, cache, bodies, selector, turns, sender, waiters, p.life, p.clock, p.thread);
   const makeApp = createAppMaker({
     clock: p.clock, feed: p.feed, keys: p.keys, limiter: p.limiter, trustProxy: p.trustProxy, queries, selector, turns, answers, waiters, sender, log: p.log, metrics,
     metricsAllow: p.metricsAllow, operatorHosts: p.operatorHosts, life: p.life, accessLog: p.accessLog, reports: p.reports(metrics),

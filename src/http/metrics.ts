@@ -35,7 +35,8 @@ export class Metrics {
   private readonly rejections: Counter<'limit'>;
   private readonly routes = new Map<string, RouteStats>();
 
-  constructor(feed: StoreFeed, keys: KeysInForce, cache: ResponseCache, bodies: BodySources, selector: Selector, turns: Turns, sender: Sender, waiters: Waiters, life: Lifecycle, clock: Clock) {
+  /** `thread`: this serving thread's number (0 for the main one), for the responses each thread answered. */
+  constructor(feed: StoreFeed, keys: KeysInForce, cache: ResponseCache, bodies: BodySources, selector: Selector, turns: Turns, sender: Sender, waiters: Waiters, life: Lifecycle, clock: Clock, private readonly thread = 0) {
     const registers = [this.registry];
     // Event-loop delay sampled every millisecond: at the default 10 ms, every reading carries up to 10 ms of the sampling interval.
     collectDefaultMetrics({ register: this.registry, prefix: 'proxylist_', eventLoopMonitoringPrecision: 1 });
@@ -143,6 +144,14 @@ export class Metrics {
       lines.push(`proxylist_http_request_duration_seconds_sum{route="${route}"} ${stats.sum}`);
       lines.push(`proxylist_http_request_duration_seconds_count{route="${route}"} ${stats.count}`);
     }
+    // Per thread, so that an operator sees how the kernel spreads connections over them (docs/threads.md).
+    let answered = 0;
+    for (const stats of this.routes.values()) answered += stats.count;
+    lines.push(
+      '# HELP proxylist_thread_responses_total Responses by serving thread',
+      '# TYPE proxylist_thread_responses_total counter',
+      `proxylist_thread_responses_total{thread="${this.thread}"} ${answered}`,
+    );
     return (await this.registry.metrics()) + lines.join('\n') + '\n';
   }
 

@@ -64,7 +64,8 @@ class HandedKeys implements KeysInForce {
 
 allowFullCollections();
 const clock = data.clock ? new SharedClock(data.clock) : systemClock;
-const log = createLogger(o.logLevel);
+// Every line a serving thread logs says which one.
+const log = createLogger(o.logLevel).child({ thread: data.index });
 const feed = new HandedStores();
 const keys = new HandedKeys(data.keys);
 const memory = new MemoryLimiter(data.usage);
@@ -97,6 +98,7 @@ const serving = startServing({
   bodiesBytes: Math.floor((o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES) / data.threads),
   tls: data.tls,
   sharedPort: true,
+  thread: data.index,
   reports: () => ({ health: () => ask('health'), metrics: () => ask('metrics') }),
 });
 
