@@ -134,6 +134,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     tls: pair,
     sharedPort: pair !== null || threadCount > 1,
     thread: 0,
+    threads: threadCount,
     reports: (metrics) => ({
       health: async () => healthReport(feed, keys, life, threadCount),
       metrics: async () => (others.count === 0 ? metrics.text() : sumExpositions(await metrics.text(), await others.metrics())),

@@ -39,8 +39,9 @@ export interface ServingParts {
   bodiesBytes: number;
   /** The certificate pair in force, for HTTPS. */
   tls: TlsFiles | null;
-  /** This serving thread's number: 0 for the main one. */
+  /** This serving thread's number: 0 for the main one; and how many the process has. */
   thread: number;
+  threads: number;
   /** Other apps listen on the port too: other serving threads, or a renewed certificate's. */
   sharedPort: boolean;
 
@@ -77,7 +78,7 @@ export function startServing(p: ServingParts): Serving {
   p.feed.onSwap(() => cache.clear());
   const sender = new Sender(p.log);
   const scratch = new QueryScratch();
-  const bodies = new BodySources(cache, scratch, p.bodiesBytes, p.log);
+  const bodies = new BodySources(cache, scratch, p.bodiesBytes, p.log, p.threads);
   const tagger = new Tagger(scratch);
   const queries = new QueryMemo();
   const selector = new Selector(tagger, scratch);

@@ -10,7 +10,7 @@ import { OutputBuffer } from '../render/output-buffer.js';
 import { statsJson } from '../render/stats-body.js';
 import type { Store } from '../store/store.js';
 import { BodyMemory } from './body-memory.js';
-import { Compression, CompressionSlots } from './compression.js';
+import { COMPRESSIONS_AT_ONCE, Compression, CompressionSlots } from './compression.js';
 import { MIN_ENCODED_BYTES, type Encoding } from './content-coding.js';
 import { CHUNK_BYTES, Production, type ProductionOwner } from './production.js';
 import { ResponseCache, countBelow } from './response-cache.js';
@@ -99,14 +99,16 @@ export class BodySources implements ProductionOwner {
   cacheMisses = 0;
   readonly out = new OutputBuffer();
   readonly memory: BodyMemory;
-  readonly slots = new CompressionSlots();
+  readonly slots: CompressionSlots;
   private readonly underWay = new Map<string, Production | Compression>();
   /** Per narrowable body's key, the production of the widest window under way: narrower windows read a prefix of it. */
   private readonly widest = new Map<string, { p: Production; end: number }>();
 
   /** `scratch` is the query working space of the event loop, shared with whatever else runs queries there. */
-  constructor(private readonly cache: ResponseCache, private readonly scratch: QueryScratch, budgetBytes: number, private readonly log: Logger) {
-    this.memory = new BodyMemory(budgetBytes, CHUNK_BYTES + 64 * 1024, POOLED_CHUNKS);
+  /** `threads`: the serving threads of the process, which share the spare chunks and the compressions at once between them (docs/threads.md). */
+  constructor(private readonly cache: ResponseCache, private readonly scratch: QueryScratch, budgetBytes: number, private readonly log: Logger, threads = 1) {
+    this.memory = new BodyMemory(budgetBytes, CHUNK_BYTES + 64 * 1024, Math.ceil(POOLED_CHUNKS / threads));
+    this.slots = new CompressionSlots(Math.ceil(COMPRESSIONS_AT_ONCE / threads));
   }
 
   /** Productions and compressions under way. */

@@ -99,6 +99,7 @@ const serving = startServing({
   tls: data.tls,
   sharedPort: true,
   thread: data.index,
+  threads: data.threads,
   reports: () => ({ health: () => ask('health'), metrics: () => ask('metrics') }),
 });
 
