@@ -47,10 +47,10 @@ export function writeBenchKeys(file: string): void {
   writeFileSync(file, JSON.stringify({ keys: [{ key: BENCH_KEY, name: 'bench', limits: { per_window: null, daily: null, subnets: null } }] }), { mode: 0o600 });
 }
 
-/** Starts a command pinned to the server core. */
-export function startPinned(command: string, args: string[]): ChildProcess {
+/** Starts a command pinned to the server core (or to `cores`, a taskset list). */
+export function startPinned(command: string, args: string[], cores = SERVER_CORE): ChildProcess {
   // Its warnings and errors (the servers run with --log-level warn) show beside the benchmark's own output.
-  return spawn('taskset', ['-c', SERVER_CORE, command, ...args], { stdio: ['ignore', 'inherit', 'inherit'] });
+  return spawn('taskset', ['-c', cores, command, ...args], { stdio: ['ignore', 'inherit', 'inherit'] });
 }
 
 export async function waitFor(url: string, ms = 60_000, ok = (status: number) => status < 500): Promise<void> {
@@ -115,6 +115,9 @@ export interface WrkOptions {
   tag?: string;
   /** HTTPS instead of plain HTTP. */
   https?: boolean;
+  /** wrk's threads, and the cores (a taskset list) it runs on: by default 1 thread on the load core. */
+  threads?: number;
+  cores?: string;
 }
 
 function wrkArgs(port: number, paths: readonly string[], duration: string, workDir: string, o: WrkOptions): { args: string[]; env: NodeJS.ProcessEnv } {
@@ -124,7 +127,7 @@ function wrkArgs(port: number, paths: readonly string[], duration: string, workD
   const pacing = o.rate ? { DELAY_MS: String((connections * 1000) / o.rate) } : {};
   const headers = Object.entries(o.headers ?? {}).flatMap(([k, v]) => ['-H', `${k}: ${v}`]);
   return {
-    args: ['-c', LOAD_CORE, 'wrk', '-t', '1', '-c', String(connections), '-d', duration, '--timeout', '30s', ...headers, '-s', WRK_LUA, `${o.https ? 'https' : 'http'}://127.0.0.1:${port}`],
+    args: ['-c', o.cores ?? LOAD_CORE, 'wrk', '-t', String(o.threads ?? 1), '-c', String(connections), '-d', duration, '--timeout', '30s', ...headers, '-s', WRK_LUA, `${o.https ? 'https' : 'http'}://127.0.0.1:${port}`],
     env: { ...process.env, PATHS: file, ...pacing },
   };
 }

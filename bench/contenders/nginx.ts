@@ -5,12 +5,12 @@ import { startPinned, type Captured } from '../harness.js';
 
 /**
  * What an operator could run instead: nginx (Debian's nginx-light), one
- * worker on the server's core, serving the bodies the server answered, from
+ * worker on the server's core (or `workers` on `cores`), serving the bodies the server answered, from
  * pre-rendered files chosen by the query string; sendfile, an open-file
  * cache and long keep-alive. With `tls`, over HTTPS with that certificate,
  * TLS 1.2 and 1.3, as the server speaks it.
  */
-export function startNginx(captured: readonly Captured[], port: number, dir: string, tls?: { cert: string; key: string }): ChildProcess {
+export function startNginx(captured: readonly Captured[], port: number, dir: string, tls?: { cert: string; key: string }, o: { workers?: number; cores?: string } = {}): ChildProcess {
   const root = join(dir, 'www');
   mkdirSync(join(dir, 'logs'), { recursive: true });
   mkdirSync(root, { recursive: true });
@@ -25,7 +25,7 @@ export function startNginx(captured: readonly Captured[], port: number, dir: str
   writeFileSync(conf, `
 daemon off;
 ${process.getuid?.() === 0 ? 'user root;' : ''}
-worker_processes 1;
+worker_processes ${o.workers ?? 1};
 pid ${join(dir, 'nginx.pid')};
 error_log ${join(dir, 'logs', 'error.log')} warn;
 events { worker_connections 4096; }
@@ -59,5 +59,5 @@ ${map.join('\n')}
   }
 }
 `);
-  return startPinned('nginx', ['-p', dir, '-c', conf, '-e', join(dir, 'logs', 'error.log')]);
+  return startPinned('nginx', ['-p', dir, '-c', conf, '-e', join(dir, 'logs', 'error.log')], o.cores);
 }

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite } from 'uvu';
@@ -61,7 +62,7 @@ test('SIGTERM to one instance under load: it drains, and no request is lost', as
       return res.status === 503;
     }, 10_000, 'draining');
     const { keys: keysHealth, ...rest } = health as { keys: { count: number; last_error: string | null } };
-    assert.equal(rest, { status: 'draining', limiter: { kind: 'redis', mode: 'single', nodes: 1, up: true, fallback: 0, last_error: null } });
+    assert.equal(rest, { status: 'draining', threads: Number(process.env.PROXYLIST_THREADS ?? availableParallelism()), limiter: { kind: 'redis', mode: 'single', nodes: 1, up: true, fallback: 0, last_error: null } });
     assert.equal([keysHealth.count, keysHealth.last_error], [1, null]);
     const code = await exitWithin(instances[0], 20_000);
     const drainedMs = performance.now() - stoppedAt;
