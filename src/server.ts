@@ -154,7 +154,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     await keys.start();
     if (keys.lastError !== null) throw new CodedError('E_KEYS_INVALID', keys.lastError.replace(/^keys file /, `keys file ${keys.source} `));
     port = await listener.start(o.port);
-    const { clock: _c, log: _l, follow: _f, ...plain } = o;
+    // A serving thread logs at the level of the main thread's logger (one given to the server included).
+    const { clock: _c, log: _l, follow: _f, ...plain } = { ...o, logLevel: log.level };
     await others.start(threadCount - 1, { threads: threadCount, port, clock: clock.shared ?? null, options: plain, usage: memory.table.buffer, tls: pair && { certFile: pair.certFile, keyFile: pair.keyFile }, keys: keys.table.data, store: null });
   } catch (err) {
     await others.kill();

@@ -87,17 +87,22 @@ test('the daily limit and the subnet limit hold across instances', async ({ serv
   assert.is((await ask(servers[2], 'two-subnets', from('10.1.200.7'))).status, 200, 'a subnet already seen passes');
 });
 
-test('a refusal is remembered: a key hammered past its limit costs Redis nothing until its retry time', async ({ servers, redis }) => {
+test('a refusal is remembered: a key hammered past its limit costs Redis nothing until its retry time, past one call a thread', async ({ servers, redis }) => {
   const t = servers[0];
   for (let i = 0; i < 3; i++) assert.is((await ask(t, 'three-per-60')).status, 200);
   assert.is((await ask(t, 'three-per-60')).status, 429);
   const stats = createClient({ url: redis.url });
   await stats.connect();
-  const calls = async () => Number(/cmdstat_fcall:calls=(\d+)/.exec(await stats.info('commandstats'))?.[1] ?? 0);
-  const before = await calls();
-  for (let i = 0; i < 50; i++) assert.is((await ask(t, 'three-per-60')).status, 429);
-  assert.is(await calls(), before, 'no FCALL for the 50 refused requests');
-  await stats.close();
+  try {
+    const calls = async () => Number(/cmdstat_fcall:calls=(\d+)/.exec(await stats.info('commandstats'))?.[1] ?? 0);
+    const before = await calls();
+    for (let i = 0; i < 50; i++) assert.is((await ask(t, 'three-per-60')).status, 429);
+    // Each serving thread remembers the refusals it was told of: another thread asks Redis once, then remembers too.
+    const more = (await calls()) - before;
+    assert.ok(more <= t.server.threads - 1, `${more} FCALLs for the 50 refused requests, over ${t.server.threads} threads`);
+  } finally {
+    await stats.close();
+  }
 });
 
 test('a wide window holds only the stamps of its length: an admission never reads the stamps that aged out', async ({ servers, redis }) => {
@@ -119,19 +124,22 @@ test('every key the function writes expires by itself: the window after its leng
   for (const t of servers.slice(0, 2)) assert.is((await ask(t, 'all-three')).status, 200);
   const client = createClient({ url: redis.url });
   await client.connect();
-  const [s, us] = await client.time();
-  const nowMs = Number(s) * 1000 + Number(us) / 1000;
-  const DAY_MS = 86_400_000;
-  const OFFSET_MS = 7_200_000;
-  const toMidnightMs = DAY_MS - ((nowMs + OFFSET_MS) % DAY_MS);
-  const [w, d, sub] = keysOf(sha256Hex('all-three'));
-  const windowTtl = await client.pTTL(w);
-  assert.ok(windowTtl > 0 && windowTtl <= 6000, `the window's list expires in ${windowTtl} ms`);
-  for (const key of [d, sub]) {
-    const ttl = await client.pTTL(key);
-    assert.ok(ttl > 60_000 - 2000 && ttl <= toMidnightMs + 60_000 + 1000, `${key} expires in ${ttl} ms, ${Math.round(toMidnightMs / 1000)} s before midnight`);
+  try {
+    const [s, us] = await client.time();
+    const nowMs = Number(s) * 1000 + Number(us) / 1000;
+    const DAY_MS = 86_400_000;
+    const OFFSET_MS = 7_200_000;
+    const toMidnightMs = DAY_MS - ((nowMs + OFFSET_MS) % DAY_MS);
+    const [w, d, sub] = keysOf(sha256Hex('all-three'));
+    const windowTtl = await client.pTTL(w);
+    assert.ok(windowTtl > 0 && windowTtl <= 6000, `the window's list expires in ${windowTtl} ms`);
+    for (const key of [d, sub]) {
+      const ttl = await client.pTTL(key);
+      assert.ok(ttl > 60_000 - 2000 && ttl <= toMidnightMs + 60_000 + 1000, `${key} expires in ${ttl} ms, ${Math.round(toMidnightMs / 1000)} s before midnight`);
+    }
+  } finally {
+    await client.close();
   }
-  await client.close();
 });
 
 test('/usage on any instance holds the counts of every instance, read from Redis', async ({ servers }) => {
