@@ -159,13 +159,15 @@ export class Listener {
     if (!d) return this.schedule(RELAXED_CHECK_MS);
     this.schedule(d.open * 8 > d.limit || !this.token ? CHECK_MS : RELAXED_CHECK_MS);
     const margin = Math.max(16, Math.floor(d.limit / 50));
+    // Accepting resumes a few descriptors below the pause, not at half the margin again: what the process holds at rest (more with each serving thread) may be close to that.
+    const resumeBelow = d.limit - margin - Math.max(4, margin >> 1);
     if (this.token && d.open >= d.limit - margin) {
       loadUws().us_listen_socket_close(this.token);
       this.token = null;
       this.pauses++;
       this.onPause(true);
       this.log.error({ event: 'accept_paused', open_files: d.open, limit: d.limit }, `${d.open} of ${d.limit} file descriptors in use: new connections are refused until some close (raise LimitNOFILE)`);
-    } else if (!this.token && d.open < d.limit - 2 * margin) {
+    } else if (!this.token && d.open < resumeBelow) {
       this.listen(this.port).then(
         (token) => {
           if (this.closed) return loadUws().us_listen_socket_close(token);
