@@ -60,6 +60,8 @@ export interface RunningServer {
   saveState(): void;
   /** Ends the other serving threads at once (before a process exits without `stop`). */
   killThreads(): Promise<void>;
+  /** Whether the Redis limiter is up in every serving thread (true without Redis). */
+  limiterUp(): Promise<boolean>;
   /** Told once if a serving thread dies: the process must then end. */
   onThreadDeath(handler: (reason: string) => void): void;
 }
@@ -112,7 +114,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   // The other serving threads, each with an app on the port; this one answers their questions about the whole process.
   const others = new ServingThreads(
     {
-      health: async () => healthReport(feed, keys, life, threadCount),
+      health: async () => healthReport(feed, keys, life, threadCount, redis === null || (await others.limiterUp())),
       metrics: async () => sumExpositions(await serving.metrics.text(), await others.metrics()),
     },
     log,
@@ -136,7 +138,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     thread: 0,
     threads: threadCount,
     reports: (metrics) => ({
-      health: async () => healthReport(feed, keys, life, threadCount),
+      health: async () => healthReport(feed, keys, life, threadCount, redis === null || (await others.limiterUp())),
       metrics: async () => (others.count === 0 ? metrics.text() : sumExpositions(await metrics.text(), await others.metrics())),
     }),
   });
@@ -212,6 +214,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     port, feed, keys, cache, bodies, selector, turns, waiters, limiter: memory, redis, threads: threadCount, log, stop,
     saveState: () => state?.flush(),
     killThreads: () => others.kill(),
+    limiterUp: async () => redis === null || (redis.up && (await others.limiterUp())),
     onThreadDeath: (handler) => (others.onDeath = handler),
   };
 }

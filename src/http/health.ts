@@ -4,7 +4,8 @@ import type { StoreFeed } from '../snapshot/snapshot-feed.js';
 import type { Lifecycle } from './lifecycle.js';
 
 /** The /health document (docs/operations.md; docs/several-instances.md) and whether the service takes requests. */
-export function healthReport(feed: StoreFeed, keys: KeysInForce, life: Lifecycle, threads: number): { ready: boolean; body: string } {
+/** `everyThreadUp`: whether the other serving threads' Redis limiters are up too (each has a connection of its own). */
+export function healthReport(feed: StoreFeed, keys: KeysInForce, life: Lifecycle, threads: number, everyThreadUp = true): { ready: boolean; body: string } {
   const reloads = { ok: feed.reloadsOk, failed: feed.reloadsFailed, last_error: feed.lastError };
   const redis = life.limiter;
   const o = life.origin;
@@ -17,7 +18,7 @@ export function healthReport(feed: StoreFeed, keys: KeysInForce, life: Lifecycle
     ...(life.tls
       ? { tls: { subject: life.tls.current.subject, not_after: formatIsoOffset(life.tls.current.notAfterMs), loaded_at: formatIsoOffset(life.tls.loadedAtMs), last_error: life.tls.lastError } }
       : {}),
-    ...(redis ? { limiter: { kind: 'redis', mode: redis.mode, nodes: redis.nodes, up: redis.up, fallback: redis.fallbacks, last_error: redis.lastError } } : {}),
+    ...(redis ? { limiter: { kind: 'redis', mode: redis.mode, nodes: redis.nodes, up: redis.up && everyThreadUp, fallback: redis.fallbacks, last_error: redis.lastError } } : {}),
   };
   const store = feed.current;
   if (life.draining) return { ready: false, body: JSON.stringify({ status: 'draining', ...extra }) };

@@ -24,6 +24,7 @@ export type ToServing =
   | { t: 'tls'; files: TlsFiles }
   | { t: 'accept'; paused: boolean }
   | { t: 'metrics'; id: number }
+  | { t: 'limiter'; id: number }
   | { t: 'answer'; id: number; ok: boolean; value: unknown }
   | { t: 'stop'; drainMs: number; limitMs: number }
   | { t: 'die' };
@@ -33,6 +34,7 @@ export type FromServing =
   | { t: 'swapped' }
   | { t: 'ask'; id: number; what: 'health' | 'metrics' }
   | { t: 'metrics'; id: number; text: string }
+  | { t: 'limiter'; id: number; up: boolean }
   | { t: 'failed'; message: string };
 
 /** What a serving thread starts from. */

@@ -41,7 +41,7 @@ export class ServingThreads {
   private stopping = false;
   private dead = false;
   private nextId = 1;
-  private readonly pending = new Map<number, (text: string) => void>();
+  private readonly pending = new Map<number, (value: unknown) => void>();
   onDeath: (reason: string) => void = () => undefined;
 
   constructor(private readonly answers: MainAnswers, private readonly log: Logger) {}
@@ -102,26 +102,30 @@ export class ServingThreads {
 
   /** Every thread's own exposition. */
   metrics(): Promise<string[]> {
-    return Promise.all(
-      this.threads.map(
-        (thread) =>
-          new Promise<string>((resolve) => {
-            if (thread.ended) return resolve('');
-            const id = this.nextId++;
-            // A thread that ends (a stop under way) has nothing more to count.
-            const ended = () => {
-              this.pending.delete(id);
-              resolve('');
-            };
-            thread.waiting.add(ended);
-            this.pending.set(id, (text) => {
-              thread.waiting.delete(ended);
-              resolve(text);
-            });
-            thread.worker.postMessage({ t: 'metrics', id } satisfies ToServing);
-          }),
-      ),
-    );
+    return Promise.all(this.threads.map((thread) => this.request<string>(thread, 'metrics', '')));
+  }
+
+  /** Whether every thread's Redis limiter is up (each has a connection of its own). */
+  async limiterUp(): Promise<boolean> {
+    return (await Promise.all(this.threads.map((thread) => this.request<boolean>(thread, 'limiter', true)))).every(Boolean);
+  }
+
+  /** Asks a thread a question (`metrics`, `limiter`); `ended` is the answer of a thread that ends first (a stop under way). */
+  private request<T>(thread: Thread, t: 'metrics' | 'limiter', ended: T): Promise<T> {
+    return new Promise<T>((resolve) => {
+      if (thread.ended) return resolve(ended);
+      const id = this.nextId++;
+      const gone = () => {
+        this.pending.delete(id);
+        resolve(ended);
+      };
+      thread.waiting.add(gone);
+      this.pending.set(id, (value) => {
+        thread.waiting.delete(gone);
+        resolve(value as T);
+      });
+      thread.worker.postMessage({ t, id } satisfies ToServing);
+    });
   }
 
   /** Drains every thread as the main one drains (held requests answered, bodies in flight finished), then ends them. */
@@ -144,8 +148,8 @@ export class ServingThreads {
 
   private heard(thread: Thread, m: FromServing): void {
     if (m.t === 'failed') thread.failure = m.message;
-    else if (m.t === 'metrics') {
-      this.pending.get(m.id)?.(m.text);
+    else if (m.t === 'metrics' || m.t === 'limiter') {
+      this.pending.get(m.id)?.(m.t === 'metrics' ? m.text : m.up);
       this.pending.delete(m.id);
     } else if (m.t === 'ask') {
       const work = m.what === 'health' ? this.answers.health() : this.answers.metrics();

@@ -132,6 +132,9 @@ port.on('message', (m: ToServing) => {
     case 'metrics':
       void serving.metrics.text().then((text) => say({ t: 'metrics', id: m.id, text }));
       break;
+    case 'limiter':
+      say({ t: 'limiter', id: m.id, up: redis?.up ?? true });
+      break;
     case 'answer': {
       const a = asked.get(m.id);
       asked.delete(m.id);

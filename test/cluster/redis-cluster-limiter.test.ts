@@ -34,7 +34,7 @@ test.before(async (ctx) => {
   // The seed is a replica's URL: the instance finds the primaries by itself.
   const replica = ctx.cluster.nodes.find((n) => ctx.cluster.cli(n, 'ROLE').startsWith('slave'))!;
   ctx.servers = await Promise.all([0, 1, 2].map(() => startTestServer({ snapshot, keys: KEYS, clock: systemClock, options: { limiter: replica.url } })));
-  await eventually(() => ctx.servers.every((t) => t.server.redis!.mode === 'cluster' && t.server.redis!.up), 10_000, 'the instances on the cluster');
+  await eventually(async () => ctx.servers.every((t) => t.server.redis!.mode === 'cluster') && (await Promise.all(ctx.servers.map((t) => t.server.limiterUp()))).every(Boolean), 10_000, 'the instances on the cluster, every thread');
 });
 test.after(async (ctx) => {
   await Promise.all(ctx.servers.map((t) => t.close()));

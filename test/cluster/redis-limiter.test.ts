@@ -36,7 +36,7 @@ const test = suite<Ctx>('the Redis limiter, three instances');
 test.before(async (ctx) => {
   ctx.redis = await RedisServer.start();
   ctx.servers = await Promise.all([0, 1, 2].map(() => startTestServer({ snapshot, keys: KEYS, clock: systemClock, options: { limiter: ctx.redis.url, trustProxy: ['127.0.0.1'] } })));
-  await eventually(() => ctx.servers.every((t) => t.server.redis!.up), 10_000, 'the instances connected to Redis');
+  await eventually(async () => (await Promise.all(ctx.servers.map((t) => t.server.limiterUp()))).every(Boolean), 10_000, 'the instances connected to Redis, every thread');
 });
 test.after(async (ctx) => {
   await Promise.all(ctx.servers.map((t) => t.close()));
@@ -191,7 +191,7 @@ down.before(async (ctx) => {
   const options = { limiter: ctx.redis.url, limiterTimeoutMs: LONG_TIMEOUT_MS };
   ctx.strict = await startTestServer({ snapshot, keys: KEYS, clock: systemClock, options: { ...options, log: strictLog.log } });
   ctx.fallback = await startTestServer({ snapshot, keys: KEYS, clock: systemClock, options: { ...options, limiterFallback: 'memory' as const } });
-  await eventually(() => ctx.strict.server.redis!.up && ctx.fallback.server.redis!.up, 10_000, 'connected');
+  await eventually(async () => (await ctx.strict.server.limiterUp()) && (await ctx.fallback.server.limiterUp()), 10_000, 'connected, every thread');
 });
 down.after(async (ctx) => {
   await ctx.strict.close();
@@ -231,7 +231,7 @@ down('killed: 503 at once for limited keys, unlimited keys served, the metrics a
 
 down('restarted: limits work again without restarting the instances, the function loaded again', async ({ redis, strict }) => {
   await redis.run();
-  await eventually(() => strict.server.redis!.up, 10_000, 'reconnected');
+  await eventually(() => strict.server.limiterUp(), 10_000, 'reconnected, every thread');
   const statuses = [];
   for (let i = 0; i < 3; i++) statuses.push((await ask(strict, 'two-per-5')).status);
   assert.equal(statuses, [200, 200, 429]);
