@@ -7,7 +7,8 @@
  *   the bytes the server answered; wrk with 2 threads, 64 connections;
  *   alternating, median of `RUNS` × 10 s.
  * - rss: RSS at 1,000,000 records with 1 and 2 threads, settled after a few queries.
- * - reload: the process's CPU time per reload of 1,000,000 records, with 1 and 2 threads.
+ * - reload: the process's CPU time per reload of 1,000,000 records, and the
+ *   peak RSS of each reload, with 1 and 2 threads.
  * - burst: 30 readers of the whole JSON dump beside a client of small
  *   queries: the small queries' p99 with 1 and 2 threads.
  *
@@ -127,25 +128,40 @@ async function reload(): Promise<void> {
   const RELOADS = 5;
   const versions = [1, 2].map((seed) => snapshotOf(1_000_000, seed));
   const path = join(work, 'served.msgpack');
-  const out: Record<number, number[]> = { 1: [], 2: [] };
+  const cpu: Record<number, number[]> = { 1: [], 2: [] };
+  // The peak RSS of each reload: a store every thread has let go of goes back, so the peaks stay level.
+  const peaks: Record<number, number[][]> = { 1: [], 2: [] };
   for (const threads of [1, 2, 1, 2]) {
     execFileSync('cp', [versions[0], path]);
-    out[threads].push(
-      await withServer(path, threads, async (port, pid) => {
-        const ok = async () => ((await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { reloads: { ok: number } }).reloads.ok;
-        await sleep(2000);
-        const before = cpuSeconds(pid);
-        for (let i = 1; i <= RELOADS; i++) {
-          const was = await ok();
-          execFileSync('sh', ['-c', `cp "${versions[i % 2]}" "${path}.tmp" && mv "${path}.tmp" "${path}"`]);
-          while ((await ok()) === was) await sleep(100);
-          await sleep(1500);
-        }
-        return round2((cpuSeconds(pid) - before) / RELOADS);
-      }),
-    );
+    const run = await withServer(path, threads, async (port, pid) => {
+      const ok = async () => ((await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { reloads: { ok: number } }).reloads.ok;
+      await sleep(2000);
+      const before = cpuSeconds(pid);
+      const each: number[] = [];
+      for (let i = 1; i <= RELOADS; i++) {
+        const was = await ok();
+        let peak = rssMb(pid);
+        const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 10);
+        execFileSync('sh', ['-c', `cp "${versions[i % 2]}" "${path}.tmp" && mv "${path}.tmp" "${path}"`]);
+        while ((await ok()) === was) await sleep(100);
+        await sleep(1500);
+        clearInterval(sampler);
+        each.push(peak);
+      }
+      return { cpu: round2((cpuSeconds(pid) - before) / RELOADS), peaks: each };
+    });
+    cpu[threads].push(run.cpu);
+    peaks[threads].push(run.peaks);
   }
-  writeResult('threads-reload-1000000', { date: new Date().toISOString(), records: 1_000_000, cpu_s_per_reload_one_thread: out[1], cpu_s_per_reload_two_threads: out[2], two_over_one: round2(median(out[2]) / median(out[1])) });
+  writeResult('threads-reload-1000000', {
+    date: new Date().toISOString(),
+    records: 1_000_000,
+    cpu_s_per_reload_one_thread: cpu[1],
+    cpu_s_per_reload_two_threads: cpu[2],
+    two_over_one: round2(median(cpu[2]) / median(cpu[1])),
+    peak_rss_mb_each_reload_one_thread: peaks[1],
+    peak_rss_mb_each_reload_two_threads: peaks[2],
+  });
 }
 
 async function burst(): Promise<void> {

@@ -145,6 +145,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const { listener } = serving;
   listener.onPause = (paused) => others.accept(paused);
   feed.onSwap((store) => others.swap(store));
+  // A store goes back to the system only once no thread holds it: each lets go when the main thread does.
+  feed.onRelease(() => others.release());
   keys.onLoad((table) => others.keys(table));
   let port: number;
   try {

@@ -2,6 +2,7 @@ import { Counter, Gauge, Registry, collectDefaultMetrics, type CounterConfigurat
 import type { KeysInForce } from '../access/keys-feed.js';
 import type { Clock } from '../core/clock.js';
 import type { StoreFeed } from '../snapshot/snapshot-feed.js';
+import { storesHeld } from '../store/store.js';
 import type { BodySources } from '../bodies/sources.js';
 import type { Selector } from '../query/selection.js';
 import type { Turns } from './turns.js';
@@ -72,6 +73,7 @@ export class Metrics {
     counterFrom({ name: 'proxylist_body_budget_refusals_total', help: 'Bodies or chunks not kept, and compressions sent plain, for want of room in the budget' }, () => bodies.memory.budget.refusals);
     gauge('proxylist_compressions_waiting', 'Compressions waiting for their turn (a few run at once)', () => bodies.slots.waiting);
     counterFrom({ name: 'proxylist_change_sets_total', help: 'Change sets worked out (since=), each shared by the held requests of one cursor and selection' }, () => selector.changeSets);
+    gauge('proxylist_stores_held', 'Stores in memory, in every thread: the one served, and those swapped out until a collection lets go of them', storesHeld);
     gauge('proxylist_snapshot_history_snapshots', 'Snapshots the change sets still start from (--history-s)', () => feed.current?.history.snapshots.length ?? 0);
     gauge('proxylist_snapshot_history_bytes', 'Bytes of the history: 4 per record, 8 per key that left, and the versions', () => (feed.current ? feed.current.history.bytes : 0));
     gauge('proxylist_snapshot_history_versions', 'Versions of records that changed or left, kept for exact change sets (44 bytes each)', () => (feed.current ? feed.current.history.versionCount : 0));

@@ -38,6 +38,7 @@ export class SnapshotFeed extends FollowedFile implements StoreFeed {
   private generation = 0;
   /** A store was swapped out since the last full collection. */
   private dropped = false;
+  private readonly releasers: Array<() => void> = [];
   private readonly listeners: Array<(store: Store) => void | Promise<void>> = [];
   private readonly builder = new BuildThread();
 
@@ -66,11 +67,17 @@ export class SnapshotFeed extends FollowedFile implements StoreFeed {
     this.listeners.push(listener);
   }
 
+  /** `listener` runs where this thread lets go of the stores swapped out: at the start of the load after a swap. */
+  onRelease(listener: () => void): void {
+    this.releasers.push(listener);
+  }
+
   protected async load(path: string, unchanged: () => boolean): Promise<void> {
     const started = performance.now();
     if (this.dropped) {
       this.dropped = false;
       releaseDroppedStores();
+      for (const release of this.releasers) release();
     }
     let loaded: Awaited<ReturnType<BuildThread['load']>>;
     try {

@@ -13,6 +13,15 @@ function longest(strings: ByteStrings): number {
   return max;
 }
 
+/**
+ * Stores of this thread still in memory: each counts from its construction
+ * until a collection finds it unreachable. Its columns are shared, so they go
+ * back to the system only once every thread's count has let go of it.
+ */
+let held = 0;
+const collected = new FinalizationRegistry<undefined>(() => void held--);
+export const storesHeld = (): number => held;
+
 export interface StoreSource {
   file: string;
   loadedAtMs: number;
@@ -46,6 +55,8 @@ export class Store {
   readonly history: History;
 
   constructor(readonly c: StoreColumns, readonly meta: StoreMeta, readonly source: StoreSource, history?: History) {
+    held++;
+    collected.register(this, undefined);
     this.history = history ?? startHistory(c, meta, 1, source.loadedAtMs);
     this.rows = c.rows;
     this.words = c.typeBits.words;

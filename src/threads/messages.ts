@@ -20,6 +20,7 @@ export interface StoreMessage {
 
 export type ToServing =
   | { t: 'store'; store: StoreMessage }
+  | { t: 'release' }
   | { t: 'keys'; data: KeysData }
   | { t: 'tls'; files: TlsFiles }
   | { t: 'accept'; paused: boolean }

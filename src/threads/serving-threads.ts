@@ -86,6 +86,11 @@ export class ServingThreads {
     await Promise.all(this.threads.map((thread) => this.send(thread, { t: 'store', store: message }, 'swapped')));
   }
 
+  /** Every thread lets go of the stores swapped out, as the main thread does (snapshot/release-dropped.ts). */
+  release(): void {
+    for (const { worker } of this.threads) worker.postMessage({ t: 'release' } satisfies ToServing);
+  }
+
   keys(table: KeyTable): void {
     for (const { worker } of this.threads) worker.postMessage({ t: 'keys', data: table.data } satisfies ToServing);
   }

@@ -41,8 +41,6 @@ class HandedStores implements StoreFeed {
   }
 
   async take(m: StoreMessage): Promise<void> {
-    // The store swapped out at the swap before is held by no request now: its memory goes (snapshot/release-dropped.ts).
-    if (this.current !== null) releaseDroppedStores();
     const { changedAt, snapshots, versions } = m.history;
     const store = new Store(m.columns, m.meta, m.source, new History(changedAt, snapshots, versions));
     this.current = store;
@@ -118,6 +116,9 @@ port.on('message', (m: ToServing) => {
   switch (m.t) {
     case 'store':
       void feed.take(m.store).then(() => say({ t: 'swapped' }));
+      break;
+    case 'release':
+      releaseDroppedStores();
       break;
     case 'keys':
       keys.table = new KeyTable(m.data);

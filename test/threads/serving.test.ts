@@ -4,6 +4,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
+import { TYPES } from '../../src/core/vocabulary.js';
 import { exitWithin, freePort, runCli, runCliSync, untilReady } from '../helpers/cli.js';
 import { getFrom } from '../helpers/http-from.js';
 import { ManualClock } from '../helpers/manual-clock.js';
@@ -136,6 +137,40 @@ processes('bad values of --threads: one line, exit 2', () => {
   const env = runCliSync(['serve', '--snapshot', 'x', '--keys', 'y'], { PROXYLIST_THREADS: '0' });
   assert.is(env.status, 2);
   assert.match(env.stderr, '--threads must be an integer from 1 to 256, not "0"');
+});
+
+processes('a store swapped out goes back in every thread when the next load starts: no reload holds three', async () => {
+  const dir = tempDir();
+  const snapshot = join(dir, 'snapshot.msgpack');
+  const keys = join(dir, 'keys.json');
+  const at = Math.floor(Date.now() / 1000);
+  writeFileAtomic(snapshot, version(5, at));
+  writeFileSync(keys, JSON.stringify(KEYS), { mode: 0o600 });
+  const port = await freePort();
+  const child = runCli(['serve', '--snapshot', snapshot, '--keys', keys, '--port', port, '--host', '127.0.0.1', '--threads', '2', '--drain-s', '0', '--log-level', 'warn']);
+  try {
+    await untilReady(port);
+    const base = `http://127.0.0.1:${port}`;
+    const get = (path: string) => getFrom('127.0.0.1', `${base}${path}`);
+    const metrics = async () => (await get('/metrics')).body;
+    const reloads = async () => (JSON.parse((await get('/health')).body) as { reloads: { ok: number; failed: number } }).reloads;
+    // Both threads answer from each store, selections and change sets included, before it is swapped out.
+    const queries = Array.from({ length: 20 }, (_, i) => `/api?key=free&time=99999&type=${TYPES[i % 4]}&get=${i % 2 ? 'json' : 'txt'}`);
+    const cursors = (await Promise.all(queries.map((q) => get(q)))).map((r) => r.headers['list-cursor'] as string);
+    writeFileAtomic(snapshot, version(6, at + 1));
+    await eventually(async () => (await reloads()).ok === 2, 10_000, 'the swap');
+    const changes = await Promise.all(queries.map((q, i) => get(`${q}&since=${cursors[i]}`)));
+    assert.equal([...new Set(changes.map((r) => r.status))], [200]);
+    const byThread = (text: string) => [0, 1].map((i) => valueIn(text, `proxylist_thread_responses_total{thread="${i}"}`));
+    assert.ok(byThread(await metrics()).every((n) => n > 0), 'both threads answered');
+    // A load that fails still starts as every load does: each thread lets go of the store swapped out.
+    writeFileAtomic(snapshot, Buffer.from([0xc1]));
+    await eventually(async () => (await reloads()).failed === 1, 10_000, 'the rejection');
+    await eventually(async () => valueIn(await metrics(), 'proxylist_stores_held') === 2, 10_000, 'one store in each of the two threads');
+  } finally {
+    child.proc.kill('SIGKILL');
+    await child.exited;
+  }
 });
 
 processes('a serving thread that dies ends the process: one line saying why, exit 1, no dump', async () => {
