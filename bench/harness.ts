@@ -142,13 +142,15 @@ export function wrk(port: number, paths: readonly string[], seconds: number, wor
 }
 
 /** A wrk run like `wrk`'s that lasts until `finish()` is called, for load beside something else. */
-export function startWrk(port: number, paths: readonly string[], workDir: string, o: WrkOptions = {}): { finish(): Promise<WrkResult> } {
+export function startWrk(port: number, paths: readonly string[], workDir: string, o: WrkOptions = {}): { pid: number; finish(): Promise<WrkResult> } {
   const { args, env } = wrkArgs(port, paths, '3600s', workDir, { tag: 'background', ...o });
   const load = spawn('taskset', args, { env });
   let out = '';
   load.stdout.on('data', (d) => (out += d));
   const exited = new Promise((r) => load.once('exit', r));
   return {
+    // taskset runs wrk in its own process: this is wrk's.
+    pid: load.pid!,
     async finish() {
       load.kill('SIGINT'); // wrk prints its summary on SIGINT
       await exited;

@@ -4,25 +4,28 @@
  *
  * - throughput: the small answers (`SMALL_MIX`) against the server with 2
  *   threads, the same build with 1 thread, and nginx with 2 workers serving
- *   the bytes the server answered; wrk with 2 threads, 64 connections;
- *   alternating, median of `RUNS` × 10 s.
+ *   the bytes the server answered, and nginx with 1 worker; wrk with 2
+ *   threads, 64 connections; alternating, median of `RUNS` × 10 s.
+ * - costs: the CPU one small answer costs the server (1 thread) and wrk
+ *   (1 thread), each pinned to a core of its own, and what that allows on two
+ *   shared cores.
  * - rss: RSS at 1,000,000 records with 1 and 2 threads, settled after a few queries.
  * - reload: the process's CPU time per reload of 1,000,000 records, and the
  *   peak RSS of each reload, with 1 and 2 threads.
  * - burst: 30 readers of the whole JSON dump beside a client of small
  *   queries: the small queries' p99 with 1 and 2 threads.
  *
- * Run: npm run bench -- threads [--records N] [--only throughput,rss,reload,burst]
+ * Run: npm run bench -- threads [--records N] [--only throughput,costs,rss,reload,burst]
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePorts } from '../support/ports.js';
 import { startNginx } from './contenders/nginx.js';
-import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, option, recordsOption, round2, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
+import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, option, recordsOption, round2, SERVER_CORE, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
 import { SMALL_MIX } from './mix.js';
 
-const PARTS = ['throughput', 'rss', 'reload', 'burst'] as const;
+const PARTS = ['throughput', 'costs', 'rss', 'reload', 'burst'] as const;
 const only = (option('only') ?? PARTS.join(',')).split(',');
 const records = recordsOption(100_000);
 const BOTH = '0,1';
@@ -64,7 +67,7 @@ const medianRun = (rs: WrkResult[]) => ({ ...rs.find((x) => x.rps === median(rs.
 
 async function throughput(): Promise<void> {
   const snapshot = snapshotOf(records);
-  const runs: Record<'one' | 'two' | 'nginx', WrkResult[]> = { one: [], two: [], nginx: [] };
+  const runs: Record<'one' | 'two' | 'nginx1' | 'nginx2', WrkResult[]> = { one: [], two: [], nginx1: [], nginx2: [] };
   for (let r = 0; r < RUNS; r++) {
     for (const threads of [1, 2]) {
       runs[threads === 1 ? 'one' : 'two'].push(
@@ -74,25 +77,25 @@ async function throughput(): Promise<void> {
         }),
       );
     }
-    // nginx serves the bytes the server answers now.
-    runs.nginx.push(
-      await withServer(snapshot, 1, async (port) => {
-        const dir = join(work, `nginx-${r}`);
-        mkdirSync(dir, { recursive: true });
-        const { captured } = await captureBodies(port, small, dir);
+    // nginx serves the bytes the server answers now, with 1 and with 2 workers: what a second worker gives it here.
+    await withServer(snapshot, 1, async (port) => {
+      const dir = join(work, `nginx-${r}`);
+      mkdirSync(dir, { recursive: true });
+      const { captured } = await captureBodies(port, small, dir);
+      for (const workers of [1, 2]) {
         const [nginxPort] = await freePorts(1);
-        const nginx = startNginx(captured, nginxPort, join(dir, 'nginx'), undefined, { workers: 2, cores: BOTH });
+        const nginx = startNginx(captured, nginxPort, join(dir, `nginx-${workers}`), undefined, { workers, cores: BOTH });
         try {
           await waitFor(`http://127.0.0.1:${nginxPort}${small[0]}`, 60_000, (s) => s === 200);
           wrk(nginxPort, small, 2, work, LOAD);
-          return wrk(nginxPort, small, SECONDS, work, LOAD);
+          runs[workers === 1 ? 'nginx1' : 'nginx2'].push(wrk(nginxPort, small, SECONDS, work, LOAD));
         } finally {
           await stop(nginx);
-          rmSync(dir, { recursive: true, force: true });
         }
-      }),
-    );
-    console.error(`run ${r + 1}: 1 thread ${runs.one.at(-1)!.rps}, 2 threads ${runs.two.at(-1)!.rps}, nginx 2 workers ${runs.nginx.at(-1)!.rps} req/s`);
+      }
+      rmSync(dir, { recursive: true, force: true });
+    });
+    console.error(`run ${r + 1}: 1 thread ${runs.one.at(-1)!.rps}, 2 threads ${runs.two.at(-1)!.rps}, nginx 1 worker ${runs.nginx1.at(-1)!.rps}, 2 workers ${runs.nginx2.at(-1)!.rps} req/s`);
   }
   const rps = (k: keyof typeof runs) => median(runs[k].map((x) => x.rps));
   writeResult(`threads-throughput-${records}`, {
@@ -101,9 +104,55 @@ async function throughput(): Promise<void> {
     load: 'wrk, 2 threads, 64 connections, on the same two cores',
     one_thread: medianRun(runs.one),
     two_threads: medianRun(runs.two),
-    nginx_two_workers: medianRun(runs.nginx),
+    nginx_one_worker: medianRun(runs.nginx1),
+    nginx_two_workers: medianRun(runs.nginx2),
     two_over_one: round2(rps('two') / rps('one')),
-    two_over_nginx: round2(rps('two') / rps('nginx')),
+    two_over_nginx: round2(rps('two') / rps('nginx2')),
+    nginx_two_over_one: round2(rps('nginx2') / rps('nginx1')),
+  });
+}
+
+/**
+ * What one small answer costs the server and the load generator, each on a
+ * core of its own (1 thread each): CPU seconds over requests. With both
+ * sharing two cores, no number of server threads can answer more than
+ * 2 / (server + wrk) per second, nor a single thread more than 1 / server.
+ */
+async function costs(): Promise<void> {
+  const snapshot = snapshotOf(records);
+  const got: Array<{ rps: number; server_us: number; wrk_us: number }> = [];
+  for (let r = 0; r < RUNS; r++) {
+    const [port] = await freePorts(1);
+    const server = startPinned(process.execPath, [CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn', '--threads', '1', '--drain-s', '0'], SERVER_CORE);
+    try {
+      await waitFor(`http://127.0.0.1:${port}/health`, 180_000, (s) => s === 200);
+      wrk(port, small, 2, work);
+      const load = startWrk(port, small, work);
+      await sleep(500);
+      const server0 = cpuSeconds(server.pid!);
+      const wrk0 = cpuSeconds(load.pid);
+      await sleep(SECONDS * 1000);
+      const serverCpu = cpuSeconds(server.pid!) - server0;
+      const wrkCpu = cpuSeconds(load.pid) - wrk0;
+      const result = await load.finish();
+      // wrk's count covers its whole run: the requests of the measured seconds are its rate times them.
+      const requests = result.rps * SECONDS;
+      got.push({ rps: result.rps, server_us: round2((serverCpu / requests) * 1e6), wrk_us: round2((wrkCpu / requests) * 1e6) });
+    } finally {
+      await stop(server);
+    }
+  }
+  const server = median(got.map((x) => x.server_us));
+  const load = median(got.map((x) => x.wrk_us));
+  writeResult(`threads-costs-${records}`, {
+    date: new Date().toISOString(),
+    records,
+    runs: got,
+    server_us_per_request: server,
+    wrk_us_per_request: load,
+    most_on_two_shared_cores_rps: Math.round(2e6 / (server + load)),
+    most_for_one_thread_rps: Math.round(1e6 / server),
+    best_two_over_one: round2(Math.max(server, load) * 2 / (server + load)),
   });
 }
 
@@ -185,5 +234,5 @@ async function burst(): Promise<void> {
   writeResult('threads-burst-200000', { date: new Date().toISOString(), records: 200_000, readers: 30, small_p99_ms_one_thread: got[1].map((x) => x.p99_ms), small_p99_ms_two_threads: got[2].map((x) => x.p99_ms), two_over_one: round2(p99(2) / p99(1)) });
 }
 
-const run = { throughput, rss, reload, burst };
+const run = { throughput, costs, rss, reload, burst };
 for (const part of PARTS) if (only.includes(part)) await run[part]();
