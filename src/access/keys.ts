@@ -131,9 +131,14 @@ export interface KeysData {
   plainKeys: number;
 }
 
-/** The buffers of `data`, to transfer them from the thread that made it. */
-export const keysDataBuffers = (d: KeysData): ArrayBuffer[] =>
-  [d.ids, d.expires, d.limits, d.flags, d.nameOffsets, d.names, d.positions].map((a) => a.buffer as ArrayBuffer);
+/**
+ * Room for `n` items of `Kind` in shared memory: the keys thread's message
+ * hands the table over without a copy, and every serving thread reads the
+ * same one (docs/threads.md).
+ */
+function shared<T>(Kind: new (b: SharedArrayBuffer) => T, n: number, bytesEach: number): T {
+  return new Kind(new SharedArrayBuffer(n * bytesEach));
+}
 
 /** Parses and validates a keys file's text; throws E_KEYS_INVALID naming the bad entry. */
 export function parseKeys(text: string): KeysData {
@@ -160,13 +165,13 @@ export function parseKeys(text: string): KeysData {
 
   const d: KeysData = {
     count: n,
-    ids: new Uint8Array(n * 32),
-    expires: new Float64Array(n),
-    limits: new Float64Array(n * 4),
-    flags: new Uint8Array(n),
-    nameOffsets: new Uint32Array(n + 1),
-    names: new Uint8Array(raws.reduce((sum, raw) => sum + (raw.name === undefined ? 0 : Buffer.byteLength(raw.name)), 0)),
-    positions: new Uint32Array(n),
+    ids: shared(Uint8Array, n, 32),
+    expires: shared(Float64Array, n, 8),
+    limits: shared(Float64Array, n * 4, 8),
+    flags: shared(Uint8Array, n, 1),
+    nameOffsets: shared(Uint32Array, n + 1, 4),
+    names: shared(Uint8Array, raws.reduce((sum, raw) => sum + (raw.name === undefined ? 0 : Buffer.byteLength(raw.name)), 0), 1),
+    positions: shared(Uint32Array, n, 4),
     plainKeys: raws.filter((raw) => raw.key !== undefined).length,
   };
   const names = Buffer.from(d.names.buffer, d.names.byteOffset, d.names.byteLength);

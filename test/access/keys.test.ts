@@ -1,10 +1,13 @@
 import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { MessageChannel } from 'node:worker_threads';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DEFAULT_LIMITS, KeyTable, sha256Hex } from '../../src/access/keys.js';
+import { DEFAULT_LIMITS, KeyTable, sha256Hex, type KeysData } from '../../src/access/keys.js';
+import { readKeysOffThread } from '../../src/access/keys-thread.js';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { TEST_NOW_S, eventually, startTestServer, type TestServer } from '../helpers/server.js';
+import { TEST_NOW_S, eventually, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 
 const parse = (doc: unknown) => KeyTable.parse(JSON.stringify(doc));
 const rejects = (doc: unknown, message: string | RegExp) => {
@@ -37,6 +40,24 @@ file('plain and sha256 entries, defaults, null limits, disabled and expiry', () 
   assert.is(t.find('trial', now)?.label, sha256Hex('trial').slice(0, 8));
   assert.is(t.find('trial', Date.parse('2026-11-30T22:00:00Z')), null, 'expired at midnight UTC+2');
   assert.is(t.find('nope', now), null);
+});
+
+file('read on its thread, a keys table arrives in shared memory: a serving thread handed it reads the same bytes, not a copy', async () => {
+  const path = join(tempDir(), 'keys.json');
+  writeFileSync(path, JSON.stringify({ keys: Array.from({ length: 300 }, (_, i) => ({ key: `key-${i}`, name: `name ${i}`, limits: { daily: i + 1 } })) }));
+  const data = await readKeysOffThread(path);
+  const arrays = [data.ids, data.expires, data.limits, data.flags, data.nameOffsets, data.names, data.positions];
+  assert.ok(arrays.every((a) => a.buffer instanceof SharedArrayBuffer), 'every array in shared memory');
+  assert.is(new KeyTable(data).find('key-7', Date.now())?.limits.daily, 8);
+  // A message carries it as it carries it to a serving thread: a change seen through one is seen through the other.
+  const { port1, port2 } = new MessageChannel();
+  const handed = await new Promise<KeysData>((resolve) => {
+    port2.once('message', resolve);
+    port1.postMessage(data);
+  });
+  port1.close();
+  handed.limits[0] = 12345;
+  assert.is(data.limits[0], 12345);
 });
 
 file('invalid files are rejected with a message naming the entry', () => {
