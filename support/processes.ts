@@ -1,11 +1,20 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 
+/** The last bytes a process printed, kept to say why it failed. */
+const KEPT_OUTPUT = 16 * 1024;
+
 /**
  * Starts a command in a process group of its own, for commands that fork
  * (nginx's workers, faketime's child): stopGroup then reaches all of them.
+ * `output()` is the end of what it printed, on stdout and stderr.
  */
-export function spawnGroup(command: string, args: string[]): ChildProcess {
-  return spawn(command, args, { stdio: 'ignore', detached: true });
+export function spawnGroup(command: string, args: string[]): ChildProcess & { output(): string } {
+  const proc = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let out = '';
+  const keep = (d: Buffer): void => void (out = (out + d.toString()).slice(-KEPT_OUTPUT));
+  proc.stdout!.on('data', keep);
+  proc.stderr!.on('data', keep);
+  return Object.assign(proc, { output: () => out });
 }
 
 /** Signals every process of the group and waits until none is left (SIGKILL after `ms`). */

@@ -34,7 +34,10 @@ test('instances at -3 s and +3 s: never more than 2 in any 5 s, and the daily li
     // faketime forks the server: a group of its own lets the stop reach both.
     spawnGroup('faketime', ['-f', offset, process.execPath, CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(ports[i]), '--host', '127.0.0.1', '--limiter', redis.url, '--drain-s', '0']));
   try {
-    await Promise.all(ports.map((p) => untilReady(p, 15_000)));
+    // An instance that is not ready says why: what it printed.
+    await Promise.all(ports.map((p, i) => untilReady(p, 15_000).catch((err: Error) => {
+      throw new Error(`${err.message} (the instance at ${i ? '+3' : '-3'} s printed: ${children[i].output() || 'nothing'})`);
+    })));
     const ask = async (i: number, key: string) => {
       const res = await fetch(`http://127.0.0.1:${ports[i % 2]}/api?key=${key}&count=1`);
       await res.arrayBuffer();
