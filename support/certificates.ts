@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { needCommand } from './commands.js';
+import { fakeTimeEnv, needCommand } from './commands.js';
 
 /**
  * A certificate authority of the tests' own, made by openssl in `dir`, that
@@ -27,8 +27,7 @@ export class TestAuthority {
     this.openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${o.cn ?? 'localhost'}`]);
     const sign = ['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.pem`, '-days', String(days), '-extfile', 'san.cnf'];
     if (o.expiredDaysAgo !== undefined) {
-      needCommand('faketime', 'faketime');
-      execFileSync('faketime', ['-f', `-${o.expiredDaysAgo + days}d`, 'openssl', ...sign], { cwd: this.dir, stdio: 'ignore' });
+      execFileSync('openssl', sign, { cwd: this.dir, stdio: 'ignore', env: fakeTimeEnv(`-${o.expiredDaysAgo + days}d`) });
     } else {
       this.openssl(sign);
     }

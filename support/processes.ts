@@ -5,11 +5,11 @@ const KEPT_OUTPUT = 16 * 1024;
 
 /**
  * Starts a command in a process group of its own, for commands that fork
- * (nginx's workers, faketime's child): stopGroup then reaches all of them.
+ * (nginx's workers, Redis's saving child): stopGroup then reaches all of them.
  * `output()` is the end of what it printed, on stdout and stderr.
  */
-export function spawnGroup(command: string, args: string[]): ChildProcess & { output(): string } {
-  const proc = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+export function spawnGroup(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): ChildProcess & { output(): string } {
+  const proc = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env });
   let out = '';
   const keep = (d: Buffer): void => void (out = (out + d.toString()).slice(-KEPT_OUTPUT));
   proc.stdout!.on('data', keep);
