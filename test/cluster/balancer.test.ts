@@ -31,7 +31,16 @@ test('SIGTERM to one instance under load: it drains, and no request is lost', as
   const haproxy = startHaproxy(dir, haproxyConfig({ front: lb, instances: ports }));
   try {
     await Promise.all(ports.map((p) => untilReady(p)));
-    await eventually(async () => (await fetch(`http://127.0.0.1:${lb}/api?key=k&count=1`).catch(() => null))?.status === 200, 10_000, 'haproxy and the limiter ready');
+    // Not ready in time: the last answer says which (haproxy's 503 with no instance up, or an instance's limiter).
+    let last = 'no answer';
+    const ready = async () => {
+      const res = await fetch(`http://127.0.0.1:${lb}/api?key=k&count=1`).catch(() => null);
+      last = res ? `${res.status} ${(await res.text()).slice(0, 200)}` : 'no answer';
+      return res?.status === 200;
+    };
+    await eventually(ready, 10_000, 'haproxy and the limiter ready').catch((err: Error) => {
+      throw new Error(`${err.message}; the last answer: ${last}`);
+    });
 
     let served = 0;
     const failures: string[] = [];
