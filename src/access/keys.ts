@@ -136,8 +136,8 @@ export interface KeysData {
  * hands the table over without a copy, and every serving thread reads the
  * same one (docs/threads.md).
  */
-function shared<T>(Kind: new (b: SharedArrayBuffer) => T, n: number, bytesEach: number): T {
-  return new Kind(new SharedArrayBuffer(n * bytesEach));
+function shared<T>(Kind: { new (b: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number }, n: number): T {
+  return new Kind(new SharedArrayBuffer(n * Kind.BYTES_PER_ELEMENT));
 }
 
 /** Parses and validates a keys file's text; throws E_KEYS_INVALID naming the bad entry. */
@@ -165,13 +165,13 @@ export function parseKeys(text: string): KeysData {
 
   const d: KeysData = {
     count: n,
-    ids: shared(Uint8Array, n, 32),
-    expires: shared(Float64Array, n, 8),
-    limits: shared(Float64Array, n * 4, 8),
-    flags: shared(Uint8Array, n, 1),
-    nameOffsets: shared(Uint32Array, n + 1, 4),
-    names: shared(Uint8Array, raws.reduce((sum, raw) => sum + (raw.name === undefined ? 0 : Buffer.byteLength(raw.name)), 0), 1),
-    positions: shared(Uint32Array, n, 4),
+    ids: shared(Uint8Array, n * 32),
+    expires: shared(Float64Array, n),
+    limits: shared(Float64Array, n * 4),
+    flags: shared(Uint8Array, n),
+    nameOffsets: shared(Uint32Array, n + 1),
+    names: shared(Uint8Array, raws.reduce((sum, raw) => sum + (raw.name === undefined ? 0 : Buffer.byteLength(raw.name)), 0)),
+    positions: shared(Uint32Array, n),
     plainKeys: raws.filter((raw) => raw.key !== undefined).length,
   };
   const names = Buffer.from(d.names.buffer, d.names.byteOffset, d.names.byteLength);
