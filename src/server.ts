@@ -122,8 +122,10 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   // A renewed certificate gets an app of its own in every thread, which takes the port over (docs/operations.md, HTTPS).
   const tls = pair
     ? (life.tls = new TlsCertificates(pair, async (renewed: CertificatePair) => {
+        // The checked bytes, to every thread: none reads the files again (docs/operations.md, HTTPS).
         await serving.listener.replace(serving.appFor(renewed));
-        others.tls(renewed);
+        const failed = await others.tls(renewed);
+        if (failed.length > 0) throw new CodedError('E_TLS', `the renewed certificate is in force on some threads only; ${failed.join('; ')}`);
       }, clock, log, o.follow))
     : null;
   const serving = startServing({
@@ -160,7 +162,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     port = await listener.start(o.port);
     // A serving thread logs at the level of the main thread's logger (one given to the server included).
     const { clock: _c, log: _l, follow: _f, ...plain } = { ...o, logLevel: log.level };
-    await others.start(threadCount - 1, { threads: threadCount, port, clock: clock.shared ?? null, options: plain, usage: memory.table.buffer, tls: pair && { certFile: pair.certFile, keyFile: pair.keyFile }, keys: keys.table.data, store: null });
+    await others.start(threadCount - 1, { threads: threadCount, port, clock: clock.shared ?? null, options: plain, usage: memory.table.buffer, tls: pair && { cert: pair.cert, key: pair.key }, keys: keys.table.data, store: null });
   } catch (err) {
     await others.kill();
     await keys.close();

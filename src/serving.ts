@@ -4,7 +4,8 @@ import type { Limiter } from './access/limiter.js';
 import type { Clock } from './core/clock.js';
 import { CodedError, messageOf } from './core/errors.js';
 import type { Logger } from './core/log.js';
-import { createAppMaker, type ProcessReports, type TlsFiles } from './http/app.js';
+import { createAppMaker, type ProcessReports } from './http/app.js';
+import type { TlsPair } from './http/tls-pair.js';
 import type { Lifecycle } from './http/lifecycle.js';
 import { Metrics } from './http/metrics.js';
 import { BodySources } from './bodies/sources.js';
@@ -38,7 +39,7 @@ export interface ServingParts {
   cacheBytes: number;
   bodiesBytes: number;
   /** The certificate pair in force, for HTTPS. */
-  tls: TlsFiles | null;
+  tls: TlsPair | null;
   /** This serving thread's number: 0 for the main one; and how many the process has. */
   thread: number;
   threads: number;
@@ -60,7 +61,7 @@ export interface Serving {
   metrics: Metrics;
   listener: Listener;
   /** An app of the routes for a certificate pair (or plain HTTP): a renewal's takes the port over. */
-  appFor(tls: TlsFiles | null): ReturnType<ReturnType<typeof createAppMaker>>;
+  appFor(tls: TlsPair | null): ReturnType<ReturnType<typeof createAppMaker>>;
   /** Stops taking connections, then waits (up to `limitMs`) for the bodies in flight; held requests are answered first. */
   drain(limitMs: number): Promise<void>;
   /** Closes what is left: pending bodies and every app. */
@@ -92,11 +93,11 @@ export function startServing(p: ServingParts): Serving {
     clock: p.clock, feed: p.feed, keys: p.keys, limiter: p.limiter, trustProxy: p.trustProxy, queries, selector, turns, answers, waiters, sender, log: p.log, metrics,
     metricsAllow: p.metricsAllow, operatorHosts: p.operatorHosts, life: p.life, accessLog: p.accessLog, reports: p.reports(metrics),
   });
-  const appFor = (tls: TlsFiles | null) => {
+  const appFor = (tls: TlsPair | null) => {
     try {
       return makeApp(tls);
     } catch (err) {
-      throw new CodedError('E_TLS', `TLS certificate ${tls?.certFile} and key ${tls?.keyFile} make no TLS context (${messageOf(err)})`);
+      throw new CodedError('E_TLS', `the TLS certificate and key make no TLS context (${messageOf(err)})`);
     }
   };
   const listener = (p.life.listener = new Listener(appFor(p.tls), p.host, p.log, p.sharedPort));

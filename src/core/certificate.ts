@@ -14,6 +14,12 @@ export interface CertificatePair {
    * digest of both files: it reveals nothing of the key and is never logged.
    */
   digest: string;
+  /**
+   * The bytes that were checked: what every thread's app is made from, never
+   * the files read again, which may have changed since (docs/operations.md, HTTPS).
+   */
+  cert: Uint8Array;
+  key: Uint8Array;
 }
 
 const CERTIFICATE_BLOCK = /-----BEGIN CERTIFICATE-----/;
@@ -65,6 +71,8 @@ export function readCertificatePair(certFile: string, keyFile: string): Certific
     subject: cert.subject.replace(/\n/g, ', '),
     notAfterMs: Date.parse(cert.validTo),
     digest: digestOf(certBytes, keyBytes),
+    cert: certBytes,
+    key: keyBytes,
   };
 }
 

@@ -9,6 +9,7 @@ import { HTTP_FAILURES, type HttpFailure } from './failures.js';
 import { head } from './head.js';
 import { Pages } from './pages.js';
 import type { Lifecycle } from './lifecycle.js';
+import { TLS12_CIPHERS, withPairFiles, type TlsPair } from './tls-pair.js';
 import { usageReport } from './usage.js';
 import { ACCEPT_ENCODING, CONTENT_LENGTH, HOST, IF_NONE_MATCH, loadUws, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js';
 
@@ -66,18 +67,12 @@ export interface AppDeps extends ApiDeps {
   reports: ProcessReports;
 }
 
-/** Files of a certificate and its key, for an app that speaks HTTPS. */
-export interface TlsFiles {
-  certFile: string;
-  keyFile: string;
-}
-
 /**
  * The service's routes, and a maker of apps that serve them: plain HTTP, or
  * HTTPS with a certificate (a renewed one gets an app of its own,
  * docs/operations.md, HTTPS). Every app shares the handlers and their state.
  */
-export function createAppMaker(deps: AppDeps): (tls: TlsFiles | null) => TemplatedApp {
+export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => TemplatedApp {
   const { log, sender, metrics: stats } = deps;
   /** Each answer is counted, and logged with --access-log: the path only, since the query holds the key, which is named by its label. */
   const account = (route: string): RouteAccount => {
@@ -96,8 +91,8 @@ export function createAppMaker(deps: AppDeps): (tls: TlsFiles | null) => Templat
    * runs inside this guard: the error goes to the log and the client gets a
    * bare 500.
    */
-  const guarded = (route: RouteAccount, name: string, head: boolean, handler: Handler): UwsHandler => (res, req) => {
-    const ex = new Exchange(res, head, route, performance.now(), deps.accessLog ? req.getCaseSensitiveMethod() : '', deps.accessLog ? req.getUrl() : '');
+  const guarded = (route: RouteAccount, name: string, head: boolean, secure: boolean, handler: Handler): UwsHandler => (res, req) => {
+    const ex = new Exchange(res, head, secure, route, performance.now(), deps.accessLog ? req.getCaseSensitiveMethod() : '', deps.accessLog ? req.getUrl() : '');
     try {
       // Read in the same pass as a request whose framing was invalid, from the same peer: on the same connection, as a rule.
       if (condemned !== null && condemned === Buffer.from(res.getRemoteAddressAsText()).toString('latin1')) return sender.errorAndClose(ex, HTTP_FAILURES.badFraming);
@@ -200,17 +195,20 @@ export function createAppMaker(deps: AppDeps): (tls: TlsFiles | null) => Templat
   const pageRoute = account('pages');
   const other = account('other');
   return (tls) => {
-    // SSLApp throws when the files make no context; they were checked just before (core/certificate.ts).
-    const app = tls ? loadUws().SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile }) : loadUws().App();
+    // SSLApp throws when the bytes make no context; they were checked before they were handed here (core/certificate.ts).
+    const app = tls
+      ? withPairFiles(tls, (certFile, keyFile) => loadUws().SSLApp({ cert_file_name: certFile, key_file_name: keyFile, ssl_ciphers: TLS12_CIPHERS }))
+      : loadUws().App();
+    const secure = tls !== null;
     const serve = (route: RouteAccount, path: string, handler: Handler): void => {
-      app.get(path, guarded(route, path, false, handler));
+      app.get(path, guarded(route, path, false, secure, handler));
       // HEAD is not routed to get(): it needs its own route.
-      app.head(path, guarded(route, path, true, handler));
-      app.any(path, byMethod(guarded(route, path, true, notAllowed), guarded(route, path, false, notAllowed)));
+      app.head(path, guarded(route, path, true, secure, handler));
+      app.any(path, byMethod(guarded(route, path, true, secure, notAllowed), guarded(route, path, false, secure, notAllowed)));
     };
     for (const r of routes) serve(r.account, r.path, r.handler);
     for (const path of pages.paths) serve(pageRoute, path, (ex, req) => pages.answer(ex, sender, path, req.getHeader(ACCEPT_ENCODING), req.getHeader(IF_NONE_MATCH)));
-    app.any('/*', byMethod(guarded(other, 'other', true, notFound), guarded(other, 'other', false, notFound)));
+    app.any('/*', byMethod(guarded(other, 'other', true, secure, notFound), guarded(other, 'other', false, secure, notFound)));
     return app;
   };
 }

@@ -1,4 +1,9 @@
+import type { Head } from './head.js';
 import type { HttpResponse } from './uws.js';
+
+/** On every HTTPS answer (docs/operations.md, HTTPS): browsers come back over HTTPS only, for a year. */
+const HSTS_NAME = Buffer.from('Strict-Transport-Security');
+const HSTS_VALUE = Buffer.from('max-age=31536000');
 
 /** What is done with each answer of a route: counted, and logged with --access-log. */
 export interface RouteAccount {
@@ -34,6 +39,8 @@ export class Exchange {
   constructor(
     readonly res: HttpResponse,
     readonly head: boolean,
+    /** Over HTTPS. */
+    readonly secure: boolean,
     readonly account: RouteAccount,
     readonly startedMs: number,
     /** Method and path, read only for the access log. */
@@ -87,6 +94,12 @@ export class Exchange {
   write(write: () => void): void {
     if (this.inHandler) write();
     else this.res.cork(write);
+  }
+
+  /** Writes the status and headers of `h`, and HSTS over HTTPS. */
+  writeHead(h: Head): void {
+    this.res.writeStatus(h.bytes);
+    if (this.secure) this.res.writeHeader(HSTS_NAME, HSTS_VALUE);
   }
 
   /** Records the answer (status, announced length) and accounts for it. */

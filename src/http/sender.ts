@@ -118,7 +118,7 @@ export class Sender {
     }
     ex.write(() => {
       const res = ex.res;
-      res.writeStatus(h.bytes);
+      ex.writeHead(h);
       if (ex.head) {
         res.writeHeader('Content-Length', String(body.total));
         res.endWithoutBody();
@@ -146,7 +146,7 @@ export class Sender {
     if (ex.aborted) return;
     ex.answer(h.status, 0);
     ex.write(() => {
-      ex.res.writeStatus(h.bytes);
+      ex.writeHead(h);
       ex.res.endWithoutBody();
     });
   }
@@ -164,7 +164,7 @@ export class Sender {
     const body = encoder.encode(`Error: ${failure.message}`);
     ex.answer(failure.status, body.length);
     ex.write(() => {
-      ex.res.writeStatus(this.errorHead(failure, []).bytes);
+      ex.writeHead(this.errorHead(failure, []));
       ex.res.end(body, true);
     });
   }
@@ -276,7 +276,7 @@ export class Sender {
       o.wroteAtMs = performance.now();
       res.cork(() => {
         if (o.head) {
-          res.writeStatus(o.head.bytes);
+          o.ex.writeHead(o.head);
           o.head = null;
           o.base = res.getWriteOffset();
           o.current = o.body.piece(0) ?? EMPTY;

@@ -1,5 +1,5 @@
 import type { KeysData } from '../access/keys.js';
-import type { TlsFiles } from '../http/app.js';
+import type { TlsPair } from '../http/tls-pair.js';
 import type { StoreColumns, StoreMeta } from '../store/columns.js';
 import type { RememberedSnapshot } from '../store/history.js';
 import type { StoreSource } from '../store/store.js';
@@ -22,7 +22,7 @@ export type ToServing =
   | { t: 'store'; store: StoreMessage }
   | { t: 'release' }
   | { t: 'keys'; data: KeysData }
-  | { t: 'tls'; files: TlsFiles }
+  | { t: 'tls'; id: number; pair: TlsPair }
   | { t: 'accept'; paused: boolean }
   | { t: 'metrics'; id: number }
   | { t: 'limiter'; id: number }
@@ -36,6 +36,8 @@ export type FromServing =
   | { t: 'ask'; id: number; what: 'health' | 'metrics' }
   | { t: 'metrics'; id: number; text: string }
   | { t: 'limiter'; id: number; up: boolean }
+  /** A renewed certificate taken (`error` null), or why not: the thread keeps the pair it had. */
+  | { t: 'tls'; id: number; error: string | null }
   | { t: 'failed'; message: string };
 
 /** What a serving thread starts from. */
@@ -48,7 +50,7 @@ export interface ServingData {
   clock: SharedArrayBuffer | null;
   /** The memory limiter's table (access/shared-usage.ts). */
   usage: SharedArrayBuffer;
-  tls: TlsFiles | null;
+  tls: TlsPair | null;
   keys: KeysData;
   store: StoreMessage | null;
 }

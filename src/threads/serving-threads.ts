@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import type { KeyTable } from '../access/keys.js';
-import type { TlsFiles } from '../http/app.js';
+import type { TlsPair } from '../http/tls-pair.js';
 import type { Logger } from '../core/log.js';
 import type { Store } from '../store/store.js';
 import type { FromServing, ServingData, StoreMessage, ToServing } from './messages.js';
@@ -95,9 +95,15 @@ export class ServingThreads {
     for (const { worker } of this.threads) worker.postMessage({ t: 'keys', data: table.data } satisfies ToServing);
   }
 
-  /** A renewed certificate: every thread's app for it takes its share of the port over. */
-  tls(files: TlsFiles): void {
-    for (const { worker } of this.threads) worker.postMessage({ t: 'tls', files } satisfies ToServing);
+  /**
+   * A renewed certificate: every thread's app for it takes its share of the
+   * port over. Resolves once each thread has it, with what those that could
+   * not take it said (each keeps the pair it had).
+   */
+  async tls(pair: TlsPair): Promise<string[]> {
+    const checked = { cert: pair.cert, key: pair.key };
+    const said = await Promise.all(this.threads.map((thread) => this.request<string | null>(thread, (id) => ({ t: 'tls', id, pair: checked }), null)));
+    return said.flatMap((error, i) => (error === null ? [] : [`serving thread ${i + 1}: ${error}`]));
   }
 
   /** Accepting pauses or resumes in every thread with the main one, which counts the process's descriptors. */
@@ -107,16 +113,16 @@ export class ServingThreads {
 
   /** Every thread's own exposition. */
   metrics(): Promise<string[]> {
-    return Promise.all(this.threads.map((thread) => this.request<string>(thread, 'metrics', '')));
+    return Promise.all(this.threads.map((thread) => this.request<string>(thread, (id) => ({ t: 'metrics', id }), '')));
   }
 
   /** Whether every thread's Redis limiter is up (each has a connection of its own). */
   async limiterUp(): Promise<boolean> {
-    return (await Promise.all(this.threads.map((thread) => this.request<boolean>(thread, 'limiter', true)))).every(Boolean);
+    return (await Promise.all(this.threads.map((thread) => this.request<boolean>(thread, (id) => ({ t: 'limiter', id }), true)))).every(Boolean);
   }
 
-  /** Asks a thread a question (`metrics`, `limiter`); `ended` is the answer of a thread that ends first (a stop under way). */
-  private request<T>(thread: Thread, t: 'metrics' | 'limiter', ended: T): Promise<T> {
+  /** Asks a thread a question (`metrics`, `limiter`, `tls`) with the message `ask` makes of its id; `ended` is the answer of a thread that ends first (a stop under way). */
+  private request<T>(thread: Thread, ask: (id: number) => ToServing, ended: T): Promise<T> {
     return new Promise<T>((resolve) => {
       if (thread.ended) return resolve(ended);
       const id = this.nextId++;
@@ -129,7 +135,7 @@ export class ServingThreads {
         thread.waiting.delete(gone);
         resolve(value as T);
       });
-      thread.worker.postMessage({ t, id } satisfies ToServing);
+      thread.worker.postMessage(ask(id));
     });
   }
 
@@ -153,8 +159,8 @@ export class ServingThreads {
 
   private heard(thread: Thread, m: FromServing): void {
     if (m.t === 'failed') thread.failure = m.message;
-    else if (m.t === 'metrics' || m.t === 'limiter') {
-      this.pending.get(m.id)?.(m.t === 'metrics' ? m.text : m.up);
+    else if (m.t === 'metrics' || m.t === 'limiter' || m.t === 'tls') {
+      this.pending.get(m.id)?.(m.t === 'metrics' ? m.text : m.t === 'limiter' ? m.up : m.error);
       this.pending.delete(m.id);
     } else if (m.t === 'ask') {
       const work = m.what === 'health' ? this.answers.health() : this.answers.metrics();

@@ -12,9 +12,11 @@ import type { KeysInForce } from '../access/keys-feed.js';
 import { MemoryLimiter, type Limiter } from '../access/limiter.js';
 import { DEFAULT_LIMITER_TIMEOUT_MS, RedisLimiter } from '../access/redis-limiter.js';
 import { SharedClock, systemClock } from '../core/clock.js';
+import { messageOf } from '../core/errors.js';
 import { allowFullCollections } from '../core/full-collection.js';
 import { createLogger } from '../core/log.js';
 import type { Lifecycle } from '../http/lifecycle.js';
+import type { TlsPair } from '../http/tls-pair.js';
 import { DEFAULT_CACHE_BYTES, DEFAULT_METRICS_ALLOW, DEFAULT_WHOLE_BODIES_BYTES } from '../options.js';
 import { startServing } from '../serving.js';
 import { releaseDroppedStores } from '../snapshot/release-dropped.js';
@@ -125,7 +127,11 @@ port.on('message', (m: ToServing) => {
       keys.loadedAtMs = Date.now();
       break;
     case 'tls':
-      void serving.listener.replace(serving.appFor(m.files)).catch((err: unknown) => log.error({ event: 'tls_renewal_failed', thread: data.index, err }, 'a serving thread could not take the renewed certificate'));
+      // Whatever fails here, this thread keeps the pair it had and says why: the main thread logs it once and /health shows it.
+      void takePair(m.pair).then(
+        () => say({ t: 'tls', id: m.id, error: null }),
+        (err: unknown) => say({ t: 'tls', id: m.id, error: messageOf(err) }),
+      );
       break;
     case 'accept':
       void serving.listener.follow(m.paused);
@@ -151,6 +157,11 @@ port.on('message', (m: ToServing) => {
       process.exit(0);
   }
 });
+
+/** A renewed pair's app takes this thread's share of the port over; a throw of any step rejects. */
+async function takePair(pair: TlsPair): Promise<void> {
+  await serving.listener.replace(serving.appFor(pair));
+}
 
 /** As the main thread stops (server.ts): held requests answered, served on while draining, then closed once the bodies in flight are done. */
 async function stop(drainMs: number, limitMs: number): Promise<void> {

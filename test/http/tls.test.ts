@@ -126,6 +126,40 @@ https('TLS 1.2 and 1.3 are spoken, 1.1 is not; plain HTTP on the port gets no an
   assert.is(await firstLine(port, ancient, ctx.ca), await firstLine(ctx.plain.server.port, ancient, null));
 });
 
+/** The cipher a TLS 1.2 handshake agrees on when the client offers `ciphers` in that order, or the error that ended it. */
+function agreedCipher(port: number, ca: Buffer, ciphers: string): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connectTls({ host: '127.0.0.1', port, servername: 'localhost', ca, ciphers, maxVersion: 'TLSv1.2' });
+    socket.on('secureConnect', () => {
+      resolve(socket.getCipher().name);
+      socket.destroy();
+    });
+    socket.on('error', (err) => resolve(`refused: ${err.message}`));
+  });
+}
+
+https('TLS 1.2 agrees on ECDHE with an AEAD cipher only, whatever the client lists first', async (ctx) => {
+  const port = ctx.secure.server.port;
+  for (const weak of ['AES128-SHA', 'AES256-GCM-SHA384', 'ECDHE-ECDSA-AES128-SHA', 'ECDHE-ECDSA-AES256-SHA384']) {
+    assert.match(await agreedCipher(port, ctx.ca, weak), /^refused/, `${weak} alone gets no handshake`);
+  }
+  const agreed = await agreedCipher(port, ctx.ca, 'AES128-SHA:AES128-GCM-SHA256:ECDHE-ECDSA-AES128-SHA:ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-CHACHA20-POLY1305');
+  assert.ok(/^ECDHE-ECDSA-(AES128-GCM-SHA256|CHACHA20-POLY1305)$/.test(agreed), `a client listing weak ciphers first gets an ECDHE AEAD one: ${agreed}`);
+});
+
+https('every HTTPS answer carries Strict-Transport-Security; plain HTTP none', async (ctx) => {
+  for (const path of ['/health', api('count=1'), api('get=json'), '/api?key=nope', '/nope', '/', '/openapi.json']) {
+    const secure = await readRaw(ctx.secure.server.port, path, { tls: tlsOf(ctx) });
+    assert.is(secure.headers['strict-transport-security'], 'max-age=31536000', `${path}: ${secure.status}`);
+    const plain = await readRaw(ctx.plain.server.port, path);
+    assert.is(plain.headers['strict-transport-security'], undefined, path);
+  }
+  const etag = String((await readRaw(ctx.secure.server.port, api('count=1'), { tls: tlsOf(ctx) })).headers.etag);
+  const notModified = await readRaw(ctx.secure.server.port, api('count=1'), { tls: tlsOf(ctx), headers: { 'if-none-match': etag } });
+  assert.is(notModified.status, 304);
+  assert.is(notModified.headers['strict-transport-security'], 'max-age=31536000', 'a 304 too');
+});
+
 https('/health and /metrics tell the certificate in force', async (ctx) => {
   const health = JSON.parse((await readRaw(ctx.secure.server.port, '/health', { tls: tlsOf(ctx) })).body.toString()) as { tls: { subject: string; not_after: string; last_error: null } };
   assert.is(health.tls.subject, 'CN=localhost');
@@ -244,3 +278,55 @@ renewal('new connections get a renewed certificate within seconds, open ones go 
 });
 
 renewal.run();
+
+/**
+ * A pair rewritten while it is being taken (an ACME client writes one file,
+ * then the other; an operator copies them by hand): on two serving
+ * threads, whatever the timing, the process lives, every thread serves, and
+ * the pair that was checked is the one in force.
+ */
+const racing = suite('certificate renewal raced by rewrites');
+
+racing('a key rewritten the moment a renewal is logged never ends the process; the checked pair is served by every thread', async () => {
+  const dir = tempDir();
+  const authority = new TestAuthority(dir);
+  const ca = readFileSync(authority.ca);
+  const pairs = [authority.issue('one', { cn: 'localhost' }), authority.issue('two', { cn: 'two.localhost' })];
+  const cert = join(dir, 'live.pem');
+  const key = join(dir, 'live.key');
+  const install = (pair: { cert: string; key: string }, which: Array<'cert' | 'key'> = ['cert', 'key']) => {
+    if (which.includes('cert')) writeFileAtomic(cert, readFileSync(pair.cert));
+    if (which.includes('key')) writeFileAtomic(key, readFileSync(pair.key));
+  };
+  install(pairs[0]);
+  let round = 0;
+  // As the renewal is logged, the key of the pair before lands: a thread that read the files again would find them mismatched.
+  const captured = captureLog((line) => {
+    if (line.event === 'tls_renewed') install(pairs[(round + 1) % 2], ['key']);
+  });
+  const t = await startTestServer({ snapshot: version(1), options: { tlsCert: cert, tlsKey: key, log: captured.log, threads: 2 } });
+  const port = t.server.port;
+  try {
+    for (round = 1; round <= 6; round++) {
+      const next = pairs[round % 2];
+      const renewed = captured.events('tls_renewed').length;
+      install(next);
+      await eventually(async () => captured.events('tls_renewed').length > renewed, 10_000, `round ${round}: renewed`);
+      await new Promise((r) => setTimeout(r, round * 20));
+      install(next, ['key']);
+      const cn = round % 2 === 1 ? 'two.localhost' : 'localhost';
+      // New connections, spread by the kernel over both threads, are all served with the checked pair.
+      for (let i = 0; i < 6; i++) {
+        const r = await readRaw(port, api('count=1'), { tls: { ca } });
+        assert.is(r.status, 200, `round ${round}`);
+        assert.is(r.peer?.cn, cn, `round ${round}, connection ${i}`);
+      }
+    }
+    assert.equal(captured.events('thread_died'), [], 'no serving thread ended');
+  } finally {
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+racing.run();
