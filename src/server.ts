@@ -27,6 +27,7 @@ import { startServing } from './serving.js';
 import { DEFAULT_HISTORY_EXACT_S, DEFAULT_HISTORY_S, SnapshotFeed } from './snapshot/snapshot-feed.js';
 import { sumExpositions } from './threads/metrics-sum.js';
 import { ServingThreads } from './threads/serving-threads.js';
+import { GatedStores, newStoreGate } from './threads/store-gate.js';
 
 export type { ServeOptions } from './options.js';
 export { DEFAULT_CACHE_BYTES, DEFAULT_DRAIN_S, DEFAULT_KEYS_POLL_S, DEFAULT_METRICS_ALLOW, DEFAULT_SNAPSHOT_POLL_S, DEFAULT_WHOLE_BODIES_BYTES } from './options.js';
@@ -111,10 +112,13 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const pruner = setInterval(() => memory.prune(clock.nowMs(), clock.monotonicMs(), keys.table.longestWindowS * 1000), 3600_000);
   pruner.unref();
   const life: Lifecycle = { draining: false, limiter: redis, origin, keysOrigin, listener: null, tls: null };
+  // What every serving thread answers from: the newest store all of them have (threads/store-gate.ts).
+  const gate = newStoreGate();
+  const served = new GatedStores(gate, feed);
   // The other serving threads, each with an app on the port; this one answers their questions about the whole process.
   const others = new ServingThreads(
     {
-      health: async () => healthReport(feed, keys, life, threadCount, redis === null || (await others.limiterUp())),
+      health: async () => healthReport(served, keys, life, threadCount, redis === null || (await others.limiterUp())),
       metrics: async () => sumExpositions(await serving.metrics.text(), await others.metrics()),
     },
     log,
@@ -129,7 +133,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       }, clock, log, o.follow))
     : null;
   const serving = startServing({
-    clock, log, feed, keys, limiter, life, host: o.host, trustProxy, metricsAllow,
+    clock, log, feed: served, keys, limiter, life, host: o.host, trustProxy, metricsAllow,
     operatorHosts: new Set(o.operatorHosts ?? []),
     accessLog: o.accessLog ?? false,
     heldSliceMs: o.heldSliceMs,
@@ -140,13 +144,19 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     thread: 0,
     threads: threadCount,
     reports: (metrics) => ({
-      health: async () => healthReport(feed, keys, life, threadCount, redis === null || (await others.limiterUp())),
+      health: async () => healthReport(served, keys, life, threadCount, redis === null || (await others.limiterUp())),
       metrics: async () => (others.count === 0 ? metrics.text() : sumExpositions(await metrics.text(), await others.metrics())),
     }),
   });
   const { listener } = serving;
   listener.onPause = (paused) => others.accept(paused);
-  feed.onSwap((store) => others.swap(store));
+  // A new store is swapped in every thread at one moment: staged in each, then the gate opened to it (threads/store-gate.ts).
+  feed.onSwap(async (store) => {
+    served.stage(store);
+    await others.stage(store);
+    served.open(store.source.generation);
+    await Promise.all([served.commit(), others.commit()]);
+  });
   // A store goes back to the system only once no thread holds it: each lets go when the main thread does.
   feed.onRelease(() => others.release());
   keys.onLoad((table) => others.keys(table));
@@ -162,7 +172,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     port = await listener.start(o.port);
     // A serving thread logs at the level of the main thread's logger (one given to the server included).
     const { clock: _c, log: _l, follow: _f, ...plain } = { ...o, logLevel: log.level };
-    await others.start(threadCount - 1, { threads: threadCount, port, clock: clock.shared ?? null, options: plain, usage: memory.table.buffer, tls: pair && { cert: pair.cert, key: pair.key }, keys: keys.table.data, store: null });
+    await others.start(threadCount - 1, { threads: threadCount, port, clock: clock.shared ?? null, options: plain, usage: memory.table.buffer, tls: pair && { cert: pair.cert, key: pair.key }, keys: keys.table.data, gate });
   } catch (err) {
     await others.kill();
     await keys.close();

@@ -100,10 +100,10 @@ export class SnapshotFeed extends FollowedFile implements StoreFeed {
     this.dropped = this.current !== null;
     this.current = store;
     this.lastLoadMs = performance.now() - started;
-    this.reloadsOk++;
     this.lastError = null;
-    // Every serving thread has the new store before the swap is logged (docs/threads.md).
+    // Every serving thread has the new store before the swap is counted and logged (docs/threads.md).
     await Promise.all(this.listeners.map((listener) => listener(store)));
+    this.reloadsOk++;
     this.log.info(
       { event: 'snapshot_loaded', file: path, records: store.rows, skipped: meta.skipped, duplicates: meta.duplicates, ms: Math.round(this.lastLoadMs) },
       'snapshot loaded',

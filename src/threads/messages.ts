@@ -20,6 +20,7 @@ export interface StoreMessage {
 
 export type ToServing =
   | { t: 'store'; store: StoreMessage }
+  | { t: 'commit' }
   | { t: 'release' }
   | { t: 'keys'; data: KeysData }
   | { t: 'tls'; id: number; pair: TlsPair }
@@ -32,6 +33,7 @@ export type ToServing =
 
 export type FromServing =
   | { t: 'ready' }
+  | { t: 'staged' }
   | { t: 'swapped' }
   | { t: 'ask'; id: number; what: 'health' | 'metrics' }
   | { t: 'metrics'; id: number; text: string }
@@ -48,9 +50,10 @@ export interface ServingData {
   options: Omit<ServeOptions, 'clock' | 'log' | 'follow'>;
   /** The time of a clock that only moves when told to (core/clock.ts); null: the system's. */
   clock: SharedArrayBuffer | null;
+  /** The generation of the store every thread answers from (threads/store-gate.ts). */
+  gate: SharedArrayBuffer;
   /** The memory limiter's table (access/shared-usage.ts). */
   usage: SharedArrayBuffer;
   tls: TlsPair | null;
   keys: KeysData;
-  store: StoreMessage | null;
 }

@@ -80,10 +80,15 @@ export class ServingThreads {
     await Promise.all(ready);
   }
 
-  /** Hands every thread the new store; resolves once each has swapped it in. */
-  async swap(store: Store): Promise<void> {
+  /** Hands every thread the new store, to take when the gate opens to it (threads/store-gate.ts); resolves once each has it. */
+  async stage(store: Store): Promise<void> {
     const message = storeMessage(store);
-    await Promise.all(this.threads.map((thread) => this.send(thread, { t: 'store', store: message }, 'swapped')));
+    await Promise.all(this.threads.map((thread) => this.send(thread, { t: 'store', store: message }, 'staged')));
+  }
+
+  /** The gate is open: every thread takes the staged store, if no request made it do so already; resolves once each has swapped. */
+  async commit(): Promise<void> {
+    await Promise.all(this.threads.map((thread) => this.send(thread, { t: 'commit' }, 'swapped')));
   }
 
   /** Every thread lets go of the stores swapped out, as the main thread does (snapshot/release-dropped.ts). */

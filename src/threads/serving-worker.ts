@@ -20,35 +20,20 @@ import type { TlsPair } from '../http/tls-pair.js';
 import { DEFAULT_CACHE_BYTES, DEFAULT_METRICS_ALLOW, DEFAULT_WHOLE_BODIES_BYTES } from '../options.js';
 import { startServing } from '../serving.js';
 import { releaseDroppedStores } from '../snapshot/release-dropped.js';
-import type { StoreFeed } from '../snapshot/snapshot-feed.js';
 import { History } from '../store/history.js';
 import { Store } from '../store/store.js';
 import type { FromServing, ServingData, StoreMessage, ToServing } from './messages.js';
+import { GatedStores } from './store-gate.js';
 
 const data = workerData as ServingData;
 const o = data.options;
 const port = parentPort!;
 const say = (m: FromServing): void => port.postMessage(m);
 
-/** The store this thread answers from: the main thread's, handed over at each swap. */
-class HandedStores implements StoreFeed {
-  current: Store | null = null;
-  reloadsOk = 0;
-  readonly reloadsFailed = 0;
-  readonly lastError = null;
-  private readonly listeners: Array<(store: Store) => void | Promise<void>> = [];
-
-  onSwap(listener: (store: Store) => void | Promise<void>): void {
-    this.listeners.push(listener);
-  }
-
-  async take(m: StoreMessage): Promise<void> {
-    const { changedAt, snapshots, versions } = m.history;
-    const store = new Store(m.columns, m.meta, m.source, new History(changedAt, snapshots, versions));
-    this.current = store;
-    this.reloadsOk++;
-    await Promise.all(this.listeners.map((listener) => listener(store)));
-  }
+/** A store handed over by the main thread, as this thread reads it: the same shared columns and history. */
+function storeOf(m: StoreMessage): Store {
+  const { changedAt, snapshots, versions } = m.history;
+  return new Store(m.columns, m.meta, m.source, new History(changedAt, snapshots, versions));
 }
 
 class HandedKeys implements KeysInForce {
@@ -66,7 +51,7 @@ allowFullCollections();
 const clock = data.clock ? new SharedClock(data.clock) : systemClock;
 // Every line a serving thread logs says which one.
 const log = createLogger(o.logLevel).child({ thread: data.index });
-const feed = new HandedStores();
+const feed = new GatedStores(data.gate);
 const keys = new HandedKeys(data.keys);
 const memory = new MemoryLimiter(data.usage);
 const redisUrl = o.limiter && o.limiter !== 'memory' ? o.limiter : null;
@@ -117,7 +102,11 @@ process.on('uncaughtException', (err) => {
 port.on('message', (m: ToServing) => {
   switch (m.t) {
     case 'store':
-      void feed.take(m.store).then(() => say({ t: 'swapped' }));
+      feed.stage(storeOf(m.store));
+      say({ t: 'staged' });
+      break;
+    case 'commit':
+      void feed.commit().then(() => say({ t: 'swapped' }));
       break;
     case 'release':
       releaseDroppedStores();
@@ -174,7 +163,6 @@ async function stop(drainMs: number, limitMs: number): Promise<void> {
   process.exit(0);
 }
 
-if (data.store) await feed.take(data.store);
 redis?.start();
 await serving.listener.join(data.port);
 say({ t: 'ready' });

@@ -100,6 +100,41 @@ test('a swap is seen by every thread: once it is done, every answer is the new s
   assert.ok(after.every((n) => n > 0), `answers by thread: ${after}`);
 });
 
+test('swaps happen on every thread at one moment: new connections all the while, from 8 clients, across 10 swaps never see the snapshot go back', async ({ t }) => {
+  const seen: Array<{ sent: number; got: number; at: number }> = [];
+  let running = true;
+  const loop = async () => {
+    while (running) {
+      const sent = performance.now();
+      const a = await ask(t, 'key=free&count=1');
+      seen.push({ sent, got: performance.now(), at: Number(a.headers['snapshot-generated-at']) });
+    }
+  };
+  const loops = Array.from({ length: 8 }, loop);
+  try {
+    for (let v = 1; v <= 10; v++) {
+      const ok = t.server.feed.reloadsOk;
+      writeFileAtomic(t.snapshot, version(100 + v, TEST_NOW_S + 100 + v));
+      await eventually(() => t.server.feed.reloadsOk === ok + 1, 10_000, `swap ${v}`);
+      await new Promise((r) => setTimeout(r, 30));
+    }
+  } finally {
+    running = false;
+    await Promise.all(loops);
+  }
+  // An answer whose request was sent after another's answer came never shows an older snapshot.
+  const byGot = [...seen].sort((a, b) => a.got - b.got);
+  let newestAnswered = 0;
+  let backwards = 0;
+  let j = 0;
+  for (const r of [...seen].sort((a, b) => a.sent - b.sent)) {
+    while (j < byGot.length && byGot[j].got < r.sent) newestAnswered = Math.max(newestAnswered, byGot[j++].at);
+    if (r.at < newestAnswered) backwards++;
+  }
+  assert.is(backwards, 0, `${backwards} of ${seen.length} answers older than one already given`);
+  assert.is(new Set(seen.map((s) => s.at)).size >= 10, true, `${new Set(seen.map((s) => s.at)).size} snapshots seen`);
+});
+
 test('held requests on both threads are answered by the next swap, with the new body; change sets too', async ({ t }) => {
   const q = 'key=free&get=json&pretty=0&time=99999&count=30';
   const first = await ask(t, q);
