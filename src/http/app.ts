@@ -3,15 +3,16 @@ import type { AddressSet } from '../access/address.js';
 import type { Logger } from '../core/log.js';
 import type { StoreFeed } from '../snapshot/snapshot-feed.js';
 import { createApiHandler, targetTooLong, type ApiDeps } from './api.js';
-import { clientOf, operatorHost } from './client-address.js';
+import { clientOf, operatorHost, validHost } from './client-address.js';
 import { Exchange, type RouteAccount } from './exchange.js';
 import { HTTP_FAILURES, type HttpFailure } from './failures.js';
 import { head } from './head.js';
+import { publicHealth } from './health.js';
 import { Pages } from './pages.js';
 import type { Lifecycle } from './lifecycle.js';
 import { TLS12_CIPHERS, withPairFiles, type TlsPair } from './tls-pair.js';
 import { usageReport } from './usage.js';
-import { ACCEPT_ENCODING, CONTENT_LENGTH, HOST, IF_NONE_MATCH, loadUws, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js';
+import { ACCEPT_ENCODING, CONTENT_LENGTH, HOST, IF_NONE_MATCH, loadUws, uwsBuild, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js';
 
 type Handler = (ex: Exchange, req: HttpRequest) => void;
 
@@ -35,6 +36,14 @@ function badFraming(req: HttpRequest): boolean {
     }
   });
   return bad;
+}
+/** The Host lines of a request: uWebSockets.js's getHeader reads only the first. */
+function hostLines(req: HttpRequest): number {
+  let n = 0;
+  req.forEach((name) => {
+    if (name === 'host') n++;
+  });
+  return n;
 }
 type UwsHandler = (res: HttpResponse, req: HttpRequest) => void;
 
@@ -100,6 +109,13 @@ export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => Template
         condemn(res.getRemoteAddressAsText());
         return sender.errorAndClose(ex, HTTP_FAILURES.badFraming);
       }
+      // RFC 9112 3.2: one Host, an authority. Clients send the same one request after request: it is checked once.
+      const host = req.getHeader(HOST);
+      if (host !== hostSeen) {
+        if (!validHost(host)) return sender.errorAndClose(ex, HTTP_FAILURES.badHost);
+        hostSeen = host;
+      }
+      if (countHosts && hostLines(req) > 1) return sender.errorAndClose(ex, HTTP_FAILURES.badHost);
       handler(ex, req);
       if (!ex.answered && !ex.later) throw new Error('the handler returned without an answer');
     } catch (err) {
@@ -123,12 +139,21 @@ export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => Template
    * gets the same 400, never an answer, and the last one closes it.
    */
   let condemned: string | null = null;
+  /** The last Host found valid. */
+  let hostSeen = '';
+  /** Two Host lines reach the handlers of a build that does not refuse them itself. */
+  const countHosts = !uwsBuild().refusesBadHeads;
   const condemn = (peer: ArrayBuffer): void => {
     condemned = Buffer.from(peer).toString('latin1');
     setImmediate(() => (condemned = null));
   };
   const api = createApiHandler(deps);
-  const health: Handler = (ex) => {
+  const health: Handler = (ex, req) => {
+    // Anyone but an operator gets the status and the snapshot's time alone (docs/operations.md, Health).
+    if (operatorRefusal(ex, req) !== null) {
+      const report = publicHealth(deps.feed, deps.life);
+      return sender.bytes(ex, report.ready ? HEALTHY : UNHEALTHY, Buffer.from(report.body));
+    }
     ex.defer<{ ready: boolean; body: string } | null>(
       (settle) => {
         deps.reports.health().then(settle, (err: unknown) => {
@@ -140,22 +165,23 @@ export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => Template
     );
   };
   /**
-   * Whether the client may read /metrics and /usage: its address as the
-   * limits read it is in `--metrics-allow`, and the request names this host
-   * as the operator does (docs/operations.md, HTTPS): a page of another site
-   * that rebinds its name to this host sends that name, and is refused.
+   * Why the client may not read /metrics, /usage and the whole /health, or
+   * null if it may: its address as the limits read it must be in
+   * `--metrics-allow`, and the request must name this host as the operator
+   * does (docs/operations.md, HTTPS): a page of another site that rebinds
+   * its name to this host sends that name, and is refused.
    */
-  const operator = (ex: Exchange, req: HttpRequest, forbidden: HttpFailure): boolean => {
+  const operatorRefusal = (ex: Exchange, req: HttpRequest): 'address' | 'host' | null => {
     const client = clientOf(ex.res, req, deps.trustProxy);
-    if (client === null || !deps.metricsAllow.has(client)) {
-      sender.error(ex, forbidden);
-      return false;
-    }
-    if (!operatorHost(req.getHeader(HOST), deps.operatorHosts)) {
-      sender.error(ex, HTTP_FAILURES.operatorHostForbidden);
-      return false;
-    }
-    return true;
+    if (client === null || !deps.metricsAllow.has(client)) return 'address';
+    if (!operatorHost(req.getHeader(HOST), deps.operatorHosts)) return 'host';
+    return null;
+  };
+  /** Whether the client may read /metrics and /usage; if not, it is answered `forbidden`, or why its Host is refused. */
+  const operator = (ex: Exchange, req: HttpRequest, forbidden: HttpFailure): boolean => {
+    const refusal = operatorRefusal(ex, req);
+    if (refusal !== null) sender.error(ex, refusal === 'address' ? forbidden : HTTP_FAILURES.operatorHostForbidden);
+    return refusal === null;
   };
   /** Answers with what `work` makes, or `failure` when it fails; from here on the client may go away. */
   const later = (ex: Exchange, work: Promise<string>, contentType: string, failure: HttpFailure, event: string): void => {

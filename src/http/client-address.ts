@@ -1,3 +1,4 @@
+import { isIPv6 } from 'node:net';
 import { clientAddress, parseAddress, type Address, type AddressSet } from '../access/address.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 
@@ -23,6 +24,20 @@ export function clientOf(res: HttpResponse, req: HttpRequest, trustProxy: Addres
   const peer = parseAddress(Buffer.from(res.getRemoteAddressAsText()).toString('latin1'));
   if (peer === null || !trustProxy.has(peer)) return peer;
   return clientAddress(peer, forwardedFor(req), trustProxy);
+}
+
+/** RFC 3986's authority without user information: a bracketed IPv6 address, or a name (an IPv4 address is one), and an optional port. */
+const AUTHORITY = /^(?:\[([0-9A-Fa-f:.]+)\]|[A-Za-z0-9._~!$&'()*+,;=%-]+)(?::\d{0,5})?$/;
+
+/**
+ * Whether a Host header's value is an authority (RFC 9112 3.2; RFC 3986
+ * 3.2): `[::1]evil.com` and `[::1].evil.com` are not. Empty is: a request
+ * whose target has no authority sends it so.
+ */
+export function validHost(host: string): boolean {
+  if (host === '') return true;
+  const m = AUTHORITY.exec(host);
+  return m !== null && (m[1] === undefined || isIPv6(m[1]));
 }
 
 /**

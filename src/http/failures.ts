@@ -29,6 +29,8 @@ export const HTTP_FAILURES = {
   internal: { status: '500 Internal Server Error', message: 'Internal server error' },
   /** Request framing RFC 9112 calls invalid: the connection is closed after it. */
   badFraming: { status: '400 Bad Request', message: 'Invalid request framing: Content-Length headers that disagree or are not a number' },
+  /** RFC 9112 3.2: a Host that is not an authority, or two Host lines; the connection is closed after it. */
+  badHost: { status: '400 Bad Request', message: 'Invalid Host header: give one, with a name, an IPv4 address or a bracketed IPv6 address, and an optional port' },
   /** An invalid parameter: the parser's one-line message names it. */
   badParameter: (message: string): HttpFailure => ({ status: '400 Bad Request', message }),
 } satisfies Record<string, HttpFailure | ((...args: never[]) => HttpFailure)>;

@@ -3,7 +3,22 @@ import { formatIsoOffset } from '../core/service-time.js';
 import type { StoreFeed } from '../snapshot/snapshot-feed.js';
 import type { Lifecycle } from './lifecycle.js';
 
-/** The /health document (docs/operations.md; docs/several-instances.md) and whether the service takes requests. */
+/**
+ * The /health document for anyone (docs/operations.md, Health): the status
+ * and the snapshot's time, with the same status code as the whole one. It
+ * names no file, key count, certificate or error, and is made from this
+ * thread's own state, at once: an answer that comes later would end a
+ * connection with requests pipelined behind it (docs/operations.md, What
+ * each build answers).
+ */
+export function publicHealth(feed: StoreFeed, life: Lifecycle): { ready: boolean; body: string } {
+  const store = feed.current;
+  const status = life.draining ? 'draining' : store ? 'ok' : 'loading';
+  const snapshot = store ? { generated_at: formatIsoOffset(store.meta.generatedAt * 1000) } : null;
+  return { ready: status === 'ok', body: JSON.stringify({ status, snapshot }) };
+}
+
+/** The whole /health document (docs/operations.md; docs/several-instances.md), for the addresses of --metrics-allow, and whether the service takes requests. */
 /** `everyThreadUp`: whether the other serving threads' Redis limiters are up too (each has a connection of its own). */
 export function healthReport(feed: StoreFeed, keys: KeysInForce, life: Lifecycle, threads: number, everyThreadUp = true): { ready: boolean; body: string } {
   const reloads = { ok: feed.reloadsOk, failed: feed.reloadsFailed, last_error: feed.lastError };

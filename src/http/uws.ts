@@ -12,9 +12,9 @@ export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '
  * - v20.30.0: Node 16, 18 and 20, on older C libraries (Debian 12's 2.36).
  */
 const BUILDS = [
-  { name: 'uWebSockets.js', label: 'uWebSockets.js as installed' },
-  { name: 'uws-v20.57', label: 'uWebSockets.js v20.57.0' },
-  { name: 'uws-v20.30', label: 'uWebSockets.js v20.30.0' },
+  { name: 'uWebSockets.js', label: 'uWebSockets.js as installed', refusesBadHeads: true },
+  { name: 'uws-v20.57', label: 'uWebSockets.js v20.57.0', refusesBadHeads: true },
+  { name: 'uws-v20.30', label: 'uWebSockets.js v20.30.0', refusesBadHeads: false },
 ] as const;
 
 /**
@@ -28,6 +28,12 @@ const MAX_HEADERS_BYTES = '65536';
 export interface UwsBuild {
   /** The build loaded. */
   label: string;
+  /**
+   * It answers 400 itself to a request without Host or with two, and 431 to
+   * a head over its limit (docs/operations.md, What each build answers);
+   * v20.30 passes two Host lines on to the handler.
+   */
+  refusesBadHeads: boolean;
   /** The builds passed over, and why. */
   passedOver: string[];
 }
@@ -67,7 +73,7 @@ export function loadUws(): typeof UWS {
       passedOver.push(`${build.label}: no native binary for Node ${process.versions.node} (ABI ${process.versions.modules}), or UWS_USE_FALLBACK is set`);
       continue;
     }
-    loaded = { uws, build: { label: build.label, passedOver } };
+    loaded = { uws, build: { label: build.label, refusesBadHeads: build.refusesBadHeads, passedOver } };
     return uws;
   }
   throw new CodedError(

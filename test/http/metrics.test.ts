@@ -79,6 +79,16 @@ denied('--metrics-allow that excludes the client: 403 for /metrics and /usage, a
   const usage = await t.get('/usage');
   assert.is(usage.status, 403);
   assert.is(await usage.text(), 'Error: Usage is not available from this address');
+  // /health: the status and the snapshot's time alone, with the same status code.
+  const health = await t.get('/health');
+  assert.is(health.status, 200);
+  const body = (await health.json()) as { status: string; snapshot: Record<string, unknown> };
+  assert.equal(Object.keys(body), ['status', 'snapshot']);
+  assert.is(body.status, 'ok');
+  assert.equal(Object.keys(body.snapshot), ['generated_at']);
+  assert.is(Date.parse(body.snapshot.generated_at as string) / 1000, t.server.feed.current!.meta.generatedAt);
+  const head = await t.get('/health', { method: 'HEAD' });
+  assert.is(head.status, 200);
 });
 
 const hosts = suite<{ t: TestServer }>('/metrics and /usage: the Host the operator allows');
@@ -98,6 +108,8 @@ hosts('a name rebound to this host is refused; an address, localhost and a name 
     }
   }
   assert.is((await readRaw(port, `/api?key=${TEST_KEY}&count=1`, { headers: { host: 'attacker.example' } })).status, 200, '/api answers any Host');
+  const rebound = JSON.parse((await readRaw(port, '/health', { headers: { host: 'attacker.example' } })).body.toString()) as Record<string, unknown>;
+  assert.equal(Object.keys(rebound), ['status', 'snapshot'], '/health to a rebound name: the public document');
 });
 
 const proxied = suite<{ t: TestServer }>('/metrics and /usage behind a trusted proxy');
@@ -122,6 +134,13 @@ proxied('judged on the client it forwards for, as the limits read it: never on t
     assert.is(direct.status, 200, `${path} asked of the instance directly`);
     await direct.arrayBuffer();
   }
+  // /health: the whole document for the operator, the status and the snapshot's time for a client on the internet.
+  const outside = (await (await from('203.0.113.7')('/health')).json()) as Record<string, unknown>;
+  assert.equal(Object.keys(outside), ['status', 'snapshot'], JSON.stringify(outside));
+  assert.not.ok(JSON.stringify(outside).includes(t.snapshot), 'no file path');
+  const inside = (await (await from('127.0.0.9')('/health')).json()) as { snapshot: { file: string }; keys: { count: number } };
+  assert.is(inside.snapshot.file, t.snapshot);
+  assert.is(typeof inside.keys.count, 'number');
 });
 
 proxied.run();
