@@ -1,4 +1,5 @@
 import { connect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 
 export interface RawResponse {
   status: number;
@@ -91,4 +92,45 @@ export class RawConnection {
     this.waiting = null;
     resolve({ status, headers, lines, body });
   }
+}
+
+/** What came back to bytes written raw on a new connection: every status line in order, the whole text, and when the first byte came. */
+export interface RawExchange {
+  statuses: number[];
+  text: string;
+  /** Milliseconds from the write to the first byte back; null if none came. */
+  firstByteMs: number | null;
+  /** The server closed the connection within the wait. */
+  closed: boolean;
+}
+
+/**
+ * Writes `bytes` on a new connection (TLS when `tls` gives the authority
+ * to trust) and collects what comes back for `waitMs` at most, or until the
+ * server closes: a request that gets no answer shows as no status.
+ */
+export function rawExchange(port: number, bytes: string | Buffer, o: { tls?: { ca: Buffer }; waitMs?: number } = {}): Promise<RawExchange> {
+  return new Promise((resolve) => {
+    const socket = o.tls ? tlsConnect({ host: '127.0.0.1', port, servername: 'localhost', ca: o.tls.ca }) : connect({ host: '127.0.0.1', port });
+    const chunks: Buffer[] = [];
+    let wroteAt = 0;
+    let firstByteMs: number | null = null;
+    const done = (closed: boolean) => {
+      clearTimeout(timer);
+      socket.destroy();
+      const text = Buffer.concat(chunks).toString('latin1');
+      resolve({ statuses: [...text.matchAll(/HTTP\/1\.[01] (\d{3}) /g)].map((m) => Number(m[1])), text, firstByteMs, closed });
+    };
+    const timer = setTimeout(() => done(false), o.waitMs ?? 5000);
+    socket.once(o.tls ? 'secureConnect' : 'connect', () => {
+      wroteAt = performance.now();
+      socket.write(bytes);
+    });
+    socket.on('data', (d: Buffer) => {
+      firstByteMs ??= performance.now() - wroteAt;
+      chunks.push(d);
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => done(true));
+  });
 }
