@@ -42,7 +42,7 @@ Promise.all(Array.from({ length: concurrency }, loop)).then(() => parentPort.pos
 
 const test = suite('deploy/haproxy.cfg: the balancer\'s edge');
 
-test('HTTP/1.0, no Host and two Hosts get a status from haproxy within 2 s; absolute-form targets are served; a flood of them leaves /api served', async () => {
+test('HTTP/1.0, no Host and two Hosts get a status from haproxy within 2 s; absolute-form targets are served; pipelined requests are answered in order; a flood leaves /api served', async () => {
   const dir = tempDir();
   const [lb, ...ports] = await freePorts(3);
   const snapshot = join(dir, 'snapshot.msgpack');
@@ -71,6 +71,11 @@ test('HTTP/1.0, no Host and two Hosts get a status from haproxy within 2 s; abso
       assert.match(got.text, body, name);
       assert.ok(got.firstByteMs !== null && got.firstByteMs < 2000, `${name}: answered in ${got.firstByteMs} ms`);
     }
+
+    // haproxy sends a client's pipelined requests on one at a time: each is answered, in order, whatever an instance does with pipelining.
+    const paths = ['/health', '/metrics', '/api?key=k&count=2', '/nope', '/usage', '/api?key=k&get=json&count=1'];
+    const pipeline = paths.map((p) => `GET ${p} HTTP/1.1\r\nHost: proxylist\r\n\r\n`).join('') + 'GET /health HTTP/1.1\r\nHost: proxylist\r\nConnection: close\r\n\r\n';
+    for (let i = 0; i < 20; i++) assert.equal((await rawExchange(lb, pipeline)).statuses, [200, 403, 200, 404, 403, 200, 200], `pipeline ${i}`);
 
     // /api latencies on a client of its own, alone and beside a flood of 2,000 HTTP/1.0 and no-Host requests from another.
     const apiLatencies = async (n: number): Promise<number[]> => {
