@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -24,14 +24,17 @@ export const TLS12_CIPHERS = [
   'ECDHE-RSA-CHACHA20-POLY1305',
 ].join(':');
 
-/** Memory-backed where the system has it, so that a key written here never reaches a disk. */
-function privateRoot(): string {
+/**
+ * A folder of this process's own for the pair: in /dev/shm, memory-backed,
+ * where it can be made there (a key written there never reaches a disk),
+ * else in the system's temporary folder.
+ */
+function privateFolder(): string {
   try {
-    if (existsSync('/dev/shm') && statSync('/dev/shm').isDirectory()) return '/dev/shm';
+    return mkdtempSync('/dev/shm/proxylist-tls-');
   } catch {
-    // the system's temporary folder, below
+    return mkdtempSync(join(tmpdir(), 'proxylist-tls-'));
   }
-  return tmpdir();
 }
 
 /**
@@ -43,7 +46,7 @@ function privateRoot(): string {
  * is removed as soon as `use` returns or throws.
  */
 export function withPairFiles<T>(pair: TlsPair, use: (certFile: string, keyFile: string) => T): T {
-  const dir = mkdtempSync(join(privateRoot(), 'proxylist-tls-'));
+  const dir = privateFolder();
   try {
     const certFile = join(dir, 'cert.pem');
     const keyFile = join(dir, 'key.pem');
