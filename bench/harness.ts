@@ -1,12 +1,13 @@
 /** Shared pieces of the benchmarks: processes pinned to cores, readiness, wrk runs. */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { get as getTls } from 'node:https';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+const PROBE = fileURLToPath(new URL('./probe.js', import.meta.url));
 export const WRK_LUA = fileURLToPath(new URL('../../bench/wrk/rotate.lua', import.meta.url));
 export const BENCH_KEY = 'bench-key';
 export const SERVER_CORE = '0';
@@ -85,6 +86,7 @@ export function parseWrk(out: string): WrkResult {
     rps: Math.round(r.requests / (r.duration_us / 1e6)),
     mb_per_s: Math.round(r.bytes / (r.duration_us / 1e6) / 1048576),
     p50_ms: ms(r.p50_us),
+    p90_ms: ms(r.p90_us),
     p99_ms: ms(r.p99_us),
     p999_ms: ms(r.p999_us),
     max_ms: ms(r.max_us),
@@ -97,6 +99,7 @@ export interface WrkResult {
   rps: number;
   mb_per_s: number;
   p50_ms: number;
+  p90_ms: number;
   p99_ms: number;
   p999_ms: number;
   max_ms: number;
@@ -222,4 +225,40 @@ export async function captureBodies(port: number, paths: readonly string[], dir:
   const index = join(dir, 'ceiling.json');
   writeFileSync(index, JSON.stringify(captured.map(({ body: _body, ...c }) => c)));
   return { captured, index };
+}
+
+/** One answer the prober timed: its path's index, when it was asked (ms since the prober began), how long it took, its body's bytes. */
+export interface ProbeSample {
+  path: number;
+  atMs: number;
+  ms: number;
+  bytes: number;
+}
+
+export interface ProbeOptions {
+  /** The pause of each connection between its requests. */
+  pauseMs?: number;
+  connections?: number;
+  /** One request header, `Name: value`. */
+  header?: string;
+}
+
+/**
+ * Times answers from a prober process of its own on the load core
+ * (bench/probe.ts) for `ms`: its connections rotate through `paths`, one
+ * request at a time each.
+ */
+export function probe(port: number, paths: readonly string[], ms: number, workDir: string, o: ProbeOptions = {}): Promise<ProbeSample[]> {
+  const out = join(workDir, `probe-${port}-${process.hrtime.bigint()}.json`);
+  const args = [String(port), String(ms), out, '--pause', String(o.pauseMs ?? 0), '--connections', String(o.connections ?? 1), ...(o.header ? ['--header', o.header] : []), ...paths];
+  return new Promise((resolve, reject) => {
+    const child = spawn('taskset', ['-c', LOAD_CORE, process.execPath, PROBE, ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
+    child.once('error', reject);
+    child.once('exit', (status) => {
+      if (status !== 0) return reject(new Error(`the prober exited with ${status}`));
+      const { samples } = JSON.parse(readFileSync(out, 'utf8')) as { samples: Array<[number, number, number, number]> };
+      rmSync(out, { force: true });
+      resolve(samples.map(([path, atMs, ms, bytes]) => ({ path, atMs, ms, bytes })));
+    });
+  });
 }

@@ -16,20 +16,15 @@ import { copyFileSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePorts } from '../support/ports.js';
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { leaveAfter, percentile, readThenHold } from '../support/hostile-clients.js';
 import { MB, cpuSeconds, rssBytes, watchPeakRss } from '../support/process-stats.js';
-import { BENCH_KEY, CLI, generateSnapshot, LOAD_CORE, recordsOption, round2, sleep, startPinned, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
+import { BENCH_KEY, CLI, generateSnapshot, probe, recordsOption, round2, sleep, startPinned, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
 
 const cliArg = process.argv.indexOf('--cli');
 const SERVER_CLI = cliArg > 0 ? process.argv[cliArg + 1] : CLI;
-const PROBE = fileURLToPath(new URL('probe.js', import.meta.url));
-/** Small queries' latencies over `ms`, sorted, from the prober on the load core. */
-const smallLatencies = (base: string, path: string, ms: number): Promise<number[]> =>
-  new Promise((resolve, reject) => {
-    execFile('taskset', ['-c', LOAD_CORE, process.execPath, PROBE, new URL(base).port, path, String(ms)], (err, out) => (err ? reject(err) : resolve(JSON.parse(out) as number[])));
-  });
+/** Small queries' latencies over `ms`, sorted, from the prober on the load core, 20 ms apart. */
+const smallLatencies = async (base: string, path: string, ms: number): Promise<number[]> =>
+  (await probe(Number(new URL(base).port), [path], ms, work, { pauseMs: 20 })).map((s) => s.ms).sort((a, b) => a - b);
 const RECORDS = recordsOption(200_000);
 /** The worst case for these options (docs/operations.md, Memory, hostile clients and secrets), no reader without room in the budget. */
 const readmeBoundMb = (): number => Math.round(108 + 0.22 * (RECORDS / 1000) + 10 + 0.22 * (RECORDS / 1000) + 1.2 * (CACHE_MB + BODIES_MB) + 40 + 36);

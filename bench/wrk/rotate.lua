@@ -24,8 +24,8 @@ end
 function done(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
-    'WRK_JSON {"requests":%d,"duration_us":%d,"bytes":%d,"p50_us":%d,"p99_us":%d,"p999_us":%d,"max_us":%d,"errors_connect":%d,"errors_read":%d,"errors_write":%d,"errors_status":%d,"errors_timeout":%d}\n',
+    'WRK_JSON {"requests":%d,"duration_us":%d,"bytes":%d,"p50_us":%d,"p90_us":%d,"p99_us":%d,"p999_us":%d,"max_us":%d,"errors_connect":%d,"errors_read":%d,"errors_write":%d,"errors_status":%d,"errors_timeout":%d}\n',
     summary.requests, summary.duration, summary.bytes,
-    latency:percentile(50), latency:percentile(99), latency:percentile(99.9), latency.max,
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency:percentile(99.9), latency.max,
     e.connect, e.read, e.write, e.status, e.timeout))
 end

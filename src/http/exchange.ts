@@ -104,6 +104,8 @@ export class Exchange {
 
   /** Records the answer (status, announced length) and accounts for it. */
   answer(status: string, bytes: number): void {
+    // The work a hook would stop has settled; uWebSockets.js keeps the abort handler until the connection's next response.
+    this.abortHook = null;
     this.status = status;
     this.bytes = bytes;
     this.account.answered(this);

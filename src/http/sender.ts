@@ -21,7 +21,18 @@ class Outgoing {
   /** Set for a body whose status and headers are written in its first turn. */
   head: Head | null = null;
 
-  constructor(readonly ex: Exchange, readonly body: Body, public current: Uint8Array) {}
+  constructor(readonly ex: Exchange, public body: Body, public current: Uint8Array) {}
+
+  /**
+   * Lets go of the body once it is released: the writable and abort
+   * handlers given to uWebSockets.js, which hold this, may outlive the
+   * response, and a body must not keep the store it was made from alive
+   * (a store swapped out stayed in memory without this).
+   */
+  drop(): void {
+    this.body = GONE;
+    this.current = EMPTY;
+  }
 }
 
 /**
@@ -39,14 +50,22 @@ const PUSH_INTERVAL_MS = 1000;
  */
 const SLICE_BYTES = 4 * 1024 * 1024;
 /**
- * How long one turn of the event loop writes pending bodies before it lets
- * timers and new requests in: other clients' small answers never wait for
- * many large bodies written back to back. A request that comes in during a
- * pass waits for the rest of it, and for the write under way when the time
- * ran out (MAX_WRITE): together they set how long a small answer waits
- * beside large ones, against how much of the core goes to turning the loop.
+ * The shortest time a write of pending bodies goes on before it lets timers
+ * and new requests in: a writable event's, a first write's, and a pass over
+ * the queue when nothing else ran since the last one. A request that comes
+ * in meanwhile waits for the rest of it, and for the write under way when
+ * the time ran out (MAX_WRITE).
  */
 const PASS_MS = 0.15;
+/**
+ * A pass over the queue goes on for as long as the rest of the event loop
+ * ran since the last pass, up to this: pending bodies get half the core
+ * when new requests keep it busy, and never a time slice so short that
+ * they fall ever further behind (a body of a megabyte waited tens of
+ * milliseconds behind the requests of 64 clients). A small answer waits
+ * at most this long for a pass.
+ */
+const MAX_PASS_MS = 2;
 /**
  * The most one `tryEnd` is given. To a client on loopback that reads as
  * fast as it is written, the kernel goes on copying one send() for as long
@@ -56,22 +75,20 @@ const PASS_MS = 0.15;
  */
 const MAX_WRITE = 512 * 1024;
 /**
- * Bodies up to this long are written as soon as they are ready; longer ones
- * in turn with the pending ones: many bodies that a production makes ready
- * at once take turns beyond this.
+ * Bodies up to this long made ready after their request's handler are
+ * written as soon as they are ready; longer ones in turn with the pending
+ * ones: many bodies that a production makes ready at once take turns beyond
+ * this. A body ready in its handler is begun there, whatever its length,
+ * for one pass's time: one request's work, as each request's is.
  */
 const INLINE_BYTES = 256 * 1024;
-/**
- * A body ready in its request's handler (from memory) up to this long is
- * written there, in one write: one request's work, as each request's is.
- * The medium lists of a moving window then never wait for a turn.
- */
-const HANDLER_BYTES = 1024 * 1024;
 /** A client that has taken no byte for this long is left to the timeout. */
 const STALL_LIMIT_MS = 60_000;
 /** A client that has taken no byte for this long is parked: its body gives back what it holds until it reads on. */
 const PARK_AFTER_MS = 3000;
 const EMPTY = new Uint8Array(0);
+/** What a finished response's state points to instead of its body. */
+const GONE = new BytesBody(EMPTY);
 const TEXT = 'text/plain; charset=utf-8';
 const encoder = new TextEncoder();
 
@@ -85,6 +102,8 @@ export class Sender {
   /** Pending bodies whose sockets take more, in turn. */
   private readonly queue: Outgoing[] = [];
   private draining = false;
+  /** When the last pass over the queue ended: the next one lasts as long as the loop ran since. */
+  private passEndedMs = 0;
   private pusher: NodeJS.Timeout | null = null;
   /** The heads of the catalogue's fixed failures (HTTP_FAILURES), made once each. */
   private readonly errorHeads = new WeakMap<HttpFailure, Head>();
@@ -108,7 +127,7 @@ export class Sender {
       return;
     }
     ex.answer(h.status, body.total);
-    if (!ex.head && body.total > (ex.inHandler ? HANDLER_BYTES : INLINE_BYTES)) {
+    if (!ex.head && !ex.inHandler && body.total > INLINE_BYTES) {
       // Many large bodies may become ready at once (readers of one production): each is begun in turn.
       const o = new Outgoing(ex, body, EMPTY);
       o.head = h;
@@ -127,15 +146,15 @@ export class Sender {
       }
       // The write offset counts body bytes only: nothing of the body is written yet.
       const first = body.piece(0) ?? EMPTY;
-      if (first.length === body.total) {
-        // The whole body in one piece, the common answer: no pending state unless the socket holds some back.
+      if (first.length === body.total && body.total <= MAX_WRITE) {
+        // The whole body in one piece and one write, the common answer: no pending state unless the socket holds some back.
         const [, finished] = res.tryEnd(first, body.total);
         if (finished) body.release();
         else this.hold(new Outgoing(ex, body, first), res.getWriteOffset());
         return;
       }
       const o = new Outgoing(ex, body, first);
-      const [, finished] = this.sendRest(o, 0);
+      const [, finished] = this.sendRest(o, 0, performance.now() + PASS_MS);
       if (finished) body.release();
       else this.hold(o, res.getWriteOffset());
     });
@@ -257,17 +276,19 @@ export class Sender {
   private enqueue(o: Outgoing): void {
     if (o.queued) return;
     o.queued = true;
-    this.queue.push(o);
+    // A queue that was empty: the next pass counts the loop's work from now, not from the last pass.
+    if (this.queue.push(o) === 1 && !this.draining) this.passEndedMs = performance.now();
     if (!this.draining) {
       this.draining = true;
       setImmediate(this.drain);
     }
   }
 
-  /** One pass over the queue, for PASS_MS at most; the rest in the next turn of the event loop. */
+  /** One pass over the queue (PASS_MS to MAX_PASS_MS); the rest in the next turn of the event loop. */
   private readonly drain = (): void => {
     this.draining = false;
-    const until = performance.now() + PASS_MS;
+    const now = performance.now();
+    const until = now + Math.max(PASS_MS, Math.min(MAX_PASS_MS, now - this.passEndedMs));
     while (this.queue.length > 0 && performance.now() < until) {
       const o = this.queue.shift()!;
       o.queued = false;
@@ -285,6 +306,7 @@ export class Sender {
         if (finished) this.finish(o);
       });
     }
+    this.passEndedMs = performance.now();
     if (this.queue.length > 0 && !this.draining) {
       this.draining = true;
       setImmediate(this.drain);
@@ -326,6 +348,7 @@ export class Sender {
     if (!this.pending.delete(o)) return;
     o.ex.onAbort(null);
     o.body.release();
+    o.drop();
   }
 }
 
