@@ -12,8 +12,9 @@
  *   from 1 s before the burst to 1 s after: the small answers' count, p50
  *   and p99, the big bodies per second, and a picture of the small answers'
  *   latency over time (bench/results/latency-burst.svg).
- * Servers on core 0, wrk and the prober on core 1.
- * Run: npm run bench -- latency [--quick] [--records N] [--only mix,gzip,small,burst]
+ * Servers on core 0, wrk and the prober on core 1. `--cli PATH` runs
+ * another build's server (dist/src/cli/main.js of a worktree), to compare.
+ * Run: npm run bench -- latency [--quick] [--records N] [--only mix,gzip,small,burst] [--cli PATH]
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -21,7 +22,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../support/ports.js';
 import { startNginx } from './contenders/nginx.js';
-import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, probe, recordsOption, round2, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult, wrk, type ProbeSample, type WrkResult } from './harness.js';
+import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, option, probe, recordsOption, round2, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult, wrk, type ProbeSample, type WrkResult } from './harness.js';
 import { LATENCY_MIX, SMALL_MIX } from './mix.js';
 import { latencyPicture, type Series } from './picture.js';
 
@@ -33,6 +34,7 @@ const BURST = { records: 200_000, big: 'time=100000&get=json', readers: 30, smal
 const GZIP = 'Accept-Encoding: gzip';
 const only = process.argv.indexOf('--only');
 const parts = only < 0 ? ['mix', 'gzip', 'small', 'burst'] : process.argv[only + 1].split(',');
+const SERVER_CLI = option('cli') ?? CLI;
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const api = (q: string) => `/api?key=${BENCH_KEY}${q ? '&' + q : ''}`;
 
@@ -95,7 +97,7 @@ async function workloads(work: string): Promise<Record<string, unknown>[]> {
   generateSnapshot(snapshot, RECORDS, Math.floor(Date.now() / 1000));
   writeBenchKeys(keys);
   const [serverPort, otherPort] = await freePorts(2);
-  const server = startPinned(process.execPath, [CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(serverPort), '--host', '127.0.0.1', '--log-level', 'warn']);
+  const server = startPinned(process.execPath, [SERVER_CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(serverPort), '--host', '127.0.0.1', '--log-level', 'warn']);
   const rows: Record<string, unknown>[] = [];
   try {
     await waitFor(`http://127.0.0.1:${serverPort}/health`, 180_000, (s) => s === 200);
@@ -190,7 +192,7 @@ async function burst(work: string): Promise<Record<string, unknown> | null> {
   generateSnapshot(snapshot, BURST.records, Math.floor(Date.now() / 1000));
   writeBenchKeys(keys);
   const [serverPort, ceilingPort] = await freePorts(2);
-  const server = startPinned(process.execPath, [CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(serverPort), '--host', '127.0.0.1', '--log-level', 'warn']);
+  const server = startPinned(process.execPath, [SERVER_CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(serverPort), '--host', '127.0.0.1', '--log-level', 'warn']);
   const runs: Record<'proxylist' | 'ceiling', BurstRun[]> = { proxylist: [], ceiling: [] };
   try {
     await waitFor(`http://127.0.0.1:${serverPort}/health`, 180_000, (s) => s === 200);

@@ -56,7 +56,7 @@ const SLICE_BYTES = 4 * 1024 * 1024;
  * in meanwhile waits for the rest of it, and for the write under way when
  * the time ran out (MAX_WRITE).
  */
-const PASS_MS = 0.15;
+const PASS_MS = 0.05;
 /**
  * A pass over the queue goes on for as long as the rest of the event loop
  * ran since the last pass, up to this: pending bodies get half the core
