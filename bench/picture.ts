@@ -64,7 +64,7 @@ export function latencyPicture(series: readonly Series[], title: string, band: [
     for (const p of b) out.push(`<circle cx="${x(p[0]).toFixed(1)}" cy="${y(p[3]).toFixed(1)}" r="2" fill="${colour}"/>`);
     out.push(`<circle cx="${PAD.left + 10 + i * 300}" cy="${H - 14}" r="4" fill="${colour}"/>`, `<text x="${PAD.left + 20 + i * 300}" y="${H - 10}">${escape(s.name)}: ${s.points.length} answers</text>`);
   });
-  out.push(`<text x="${W - PAD.right}" y="${H - 10}" text-anchor="end">dashed p50, solid p99, dots the slowest, per ${BIN_S} s</text>`, '</svg>\n');
+  out.push(`<text x="${W - PAD.right}" y="${PAD.top - 6}" text-anchor="end">dashed p50, solid p99, dots the slowest, per ${BIN_S} s</text>`, '</svg>\n');
   return out.join('\n');
 }
 
