@@ -44,6 +44,20 @@ export function generateSnapshot(file: string, records: number, now: number, see
   execFileSync(process.execPath, [CLI, 'snapshot', 'generate', '--records', String(records), '--out', file, '--seed', String(seed), '--now', String(now)]);
 }
 
+/** A snapshot of `records` checked now and the bench's keys file, in `work` under `name`. */
+export function benchFiles(work: string, name: string, records: number): { snapshot: string; keys: string } {
+  const snapshot = join(work, `${name}.msgpack`);
+  const keys = join(work, 'keys.json');
+  generateSnapshot(snapshot, records, Math.floor(Date.now() / 1000));
+  writeBenchKeys(keys);
+  return { snapshot, keys };
+}
+
+/** The server (`cli`, this build's by default) with the default options on the server core, on loopback. */
+export function startServer(snapshot: string, keys: string, port: number, cli = CLI): ChildProcess {
+  return startPinned(process.execPath, [cli, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn']);
+}
+
 export function writeBenchKeys(file: string): void {
   writeFileSync(file, JSON.stringify({ keys: [{ key: BENCH_KEY, name: 'bench', limits: { per_window: null, daily: null, subnets: null } }] }), { mode: 0o600 });
 }

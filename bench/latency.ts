@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../support/ports.js';
 import { startNginx } from './contenders/nginx.js';
-import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, option, probe, recordsOption, round2, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult, wrk, type ProbeSample, type WrkResult } from './harness.js';
+import { BENCH_KEY, benchFiles, captureBodies, CLI, median, option, probe, recordsOption, round2, sleep, startPinned, startServer, startWrk, stop, waitFor, writeResult, wrk, type ProbeSample, type WrkResult } from './harness.js';
 import { LATENCY_MIX, SMALL_MIX } from './mix.js';
 import { latencyPicture, type Series } from './picture.js';
 
@@ -73,10 +73,10 @@ async function cacheCounts(port: number): Promise<{ hits: number; misses: number
 interface Run { wrk: WrkResult; classes: Record<string, Spread>; cache_hit_share?: number }
 
 /** One run on `port`: wrk's load and the prober's samples over the same seconds. */
-async function measure(port: number, paths: string[], header: string, work: string, server: boolean): Promise<Run> {
+async function measure(port: number, paths: string[], header: string, headers: Record<string, string>, work: string, server: boolean): Promise<Run> {
   const before = server ? await cacheCounts(port) : null;
   const timed = probe(port, paths, SECONDS * 1000, work, { connections: 4, header });
-  const load = wrk(port, paths, SECONDS, work, header ? { headers: { [header.split(': ')[0]]: header.split(': ')[1] } } : {});
+  const load = wrk(port, paths, SECONDS, work, { headers });
   const samples = await timed;
   const run: Run = { wrk: load, classes: byClass(samples) };
   if (before) {
@@ -92,12 +92,9 @@ type Contender = (typeof CONTENDERS)[number];
 
 async function workloads(work: string): Promise<Record<string, unknown>[]> {
   if (WORKLOADS.length === 0) return [];
-  const snapshot = join(work, 'snapshot.msgpack');
-  const keys = join(work, 'keys.json');
-  generateSnapshot(snapshot, RECORDS, Math.floor(Date.now() / 1000));
-  writeBenchKeys(keys);
+  const { snapshot, keys } = benchFiles(work, 'snapshot', RECORDS);
   const [serverPort, otherPort] = await freePorts(2);
-  const server = startPinned(process.execPath, [SERVER_CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(serverPort), '--host', '127.0.0.1', '--log-level', 'warn']);
+  const server = startServer(snapshot, keys, serverPort, SERVER_CLI);
   const rows: Record<string, unknown>[] = [];
   try {
     await waitFor(`http://127.0.0.1:${serverPort}/health`, 180_000, (s) => s === 200);
@@ -107,7 +104,7 @@ async function workloads(work: string): Promise<Record<string, unknown>[]> {
       wrk(serverPort, paths, 2, work, { headers }); // warm-up
       const runs: Record<Contender, Run[]> = { proxylist: [], ceiling: [], nginx: [] };
       for (let r = 0; r < RUNS; r++) {
-        runs.proxylist.push(await measure(serverPort, paths, w.header, work, true));
+        runs.proxylist.push(await measure(serverPort, paths, w.header, headers, work, true));
         for (const other of ['ceiling', 'nginx'] as const) {
           const dir = join(work, `bodies-${w.id}-${r}-${other}`);
           mkdirSync(dir, { recursive: true });
@@ -116,7 +113,7 @@ async function workloads(work: string): Promise<Record<string, unknown>[]> {
           try {
             await waitFor(`http://127.0.0.1:${otherPort}${paths[0]}`, 60_000, (s) => s === 200);
             wrk(otherPort, paths, 2, work, { headers }); // warm-up
-            runs[other].push(await measure(otherPort, paths, w.header, work, false));
+            runs[other].push(await measure(otherPort, paths, w.header, headers, work, false));
           } finally {
             await stop(child);
             rmSync(dir, { recursive: true, force: true });
@@ -187,12 +184,9 @@ async function burstRun(port: number, work: string): Promise<BurstRun> {
 
 async function burst(work: string): Promise<Record<string, unknown> | null> {
   if (!parts.includes('burst')) return null;
-  const snapshot = join(work, 'burst.msgpack');
-  const keys = join(work, 'keys.json');
-  generateSnapshot(snapshot, BURST.records, Math.floor(Date.now() / 1000));
-  writeBenchKeys(keys);
+  const { snapshot, keys } = benchFiles(work, 'burst', BURST.records);
   const [serverPort, ceilingPort] = await freePorts(2);
-  const server = startPinned(process.execPath, [SERVER_CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(serverPort), '--host', '127.0.0.1', '--log-level', 'warn']);
+  const server = startServer(snapshot, keys, serverPort, SERVER_CLI);
   const runs: Record<'proxylist' | 'ceiling', BurstRun[]> = { proxylist: [], ceiling: [] };
   try {
     await waitFor(`http://127.0.0.1:${serverPort}/health`, 180_000, (s) => s === 200);

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../support/ports.js';
-import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, round2, startPinned, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
+import { BENCH_KEY, benchFiles, captureBodies, median, round2, startPinned, startServer, stop, waitFor, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
 import { SMALL_MIX } from './mix.js';
 
 const RECORDS = 100_000;
@@ -23,12 +23,9 @@ const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
 const work = mkdtempSync(join(tmpdir(), 'proxylist-new-connections-'));
 try {
-  const snapshot = join(work, 'snapshot.msgpack');
-  const keys = join(work, 'keys.json');
-  generateSnapshot(snapshot, RECORDS, Math.floor(Date.now() / 1000));
-  writeBenchKeys(keys);
+  const { snapshot, keys } = benchFiles(work, 'snapshot', RECORDS);
   const [serverPort, ceilingPort] = await freePorts(2);
-  const server = startPinned(process.execPath, [CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(serverPort), '--host', '127.0.0.1', '--log-level', 'warn']);
+  const server = startServer(snapshot, keys, serverPort);
   let ceiling = null;
   try {
     await waitFor(`http://127.0.0.1:${serverPort}/health`, 120_000, (s) => s === 200);
