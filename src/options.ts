@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import type { Clock } from './core/clock.js';
 import type { FollowOptions } from './core/follow-file.js';
 import type { Logger } from './core/log.js';
+import type { EngineChoice } from './http/engine.js';
 import { DEFAULT_WHOLE_BODIES_BYTES } from './bodies/sources.js';
 
 /** How `proxylist serve` runs (docs/operations.md has each option). */
@@ -47,6 +48,8 @@ export interface ServeOptions {
   tlsKey?: string;
   /** Serving threads, each with an app on the port, all answering from one store (docs/threads.md); default: the cores the process may run on. */
   threads?: number;
+  /** The HTTP engine: uWebSockets.js where a native build loads (`auto`), or one named (docs/operations.md, Where it runs). */
+  engine?: EngineChoice;
   /** Milliseconds a pass over held requests works per turn of the event loop (tests set 0: one group a turn). */
   heldSliceMs?: number;
   clock?: Clock;

@@ -18,7 +18,7 @@ import type { Lifecycle } from './http/lifecycle.js';
 import type { BodySources } from './bodies/sources.js';
 import type { ResponseCache } from './bodies/response-cache.js';
 import type { Waiters } from './http/waiters.js';
-import { uwsBuild } from './http/uws.js';
+import { selectEngine } from './http/engines.js';
 import type { Selector } from './query/selection.js';
 import type { Turns } from './http/turns.js';
 import { DEFAULT_SNAPSHOT_MAX_MB, Origin } from './core/origin.js';
@@ -70,9 +70,11 @@ export interface RunningServer {
 export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const clock = o.clock ?? systemClock;
   const log = o.log ?? createLogger(o.logLevel);
-  const threadCount = o.threads ?? defaultThreads();
-  // The build of uWebSockets.js; refuses at once to run on a slow fallback.
-  const build = uwsBuild();
+  // The HTTP engine: uWebSockets.js where a native build loads; `--engine uws` where none does stops here.
+  const { engine, passedOver } = selectEngine(o.engine ?? 'auto');
+  // Threads share the port with SO_REUSEPORT, which the node engine has from Node 22.12 on: before, it serves from one.
+  const threadsAsked = o.threads ?? defaultThreads();
+  const threadCount = engine.sharesPorts ? threadsAsked : 1;
   // A dropped store's memory goes back at the next full collection (snapshot/release-dropped.ts).
   allowFullCollections();
   // A certificate that cannot serve stops the start, before anything is read or listens.
@@ -111,7 +113,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   // Usage of keys from an earlier day whose windows have passed is dropped hourly.
   const pruner = setInterval(() => memory.prune(clock.nowMs(), clock.monotonicMs(), keys.table.longestWindowS * 1000), 3600_000);
   pruner.unref();
-  const life: Lifecycle = { draining: false, limiter: redis, origin, keysOrigin, listener: null, tls: null };
+  const life: Lifecycle = { engine: { name: engine.name, build: engine.build }, draining: false, limiter: redis, origin, keysOrigin, listener: null, tls: null };
   // What every serving thread answers from: the newest store all of them have (threads/store-gate.ts).
   const gate = newStoreGate();
   const served = new GatedStores(gate, feed);
@@ -127,13 +129,13 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const tls = pair
     ? (life.tls = new TlsCertificates(pair, async (renewed: CertificatePair) => {
         // The checked bytes, to every thread: none reads the files again (docs/operations.md, HTTPS).
-        await serving.listener.replace(serving.appFor(renewed));
+        await serving.renew(renewed);
         const failed = await others.tls(renewed);
         if (failed.length > 0) throw new CodedError('E_TLS', `the renewed certificate is in force on some threads only; ${failed.join('; ')}`);
       }, clock, log, o.follow))
     : null;
   const serving = startServing({
-    clock, log, feed: served, keys, limiter, life, host: o.host, trustProxy, metricsAllow,
+    engine, clock, log, feed: served, keys, limiter, life, host: o.host, trustProxy, metricsAllow,
     operatorHosts: new Set(o.operatorHosts ?? []),
     accessLog: o.accessLog ?? false,
     heldSliceMs: o.heldSliceMs,
@@ -171,7 +173,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     if (keys.lastError !== null) throw new CodedError('E_KEYS_INVALID', keys.lastError.replace(/^keys file /, `keys file ${keys.source} `));
     port = await listener.start(o.port);
     // A serving thread logs at the level of the main thread's logger (one given to the server included).
-    const { clock: _c, log: _l, follow: _f, ...plain } = { ...o, logLevel: log.level };
+    const { clock: _c, log: _l, follow: _f, ...plain } = { ...o, logLevel: log.level, engine: engine.name };
     await others.start(threadCount - 1, { threads: threadCount, port, clock: clock.shared ?? null, options: plain, usage: memory.table.buffer, tls: pair && { cert: pair.cert, key: pair.key }, keys: keys.table.data, gate });
   } catch (err) {
     await others.kill();
@@ -180,7 +182,10 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     if (originDir) rmSync(originDir, { recursive: true, force: true });
     throw err;
   }
-  log.info({ event: 'uws_loaded', build: build.label, passed_over: build.passedOver }, `${build.label} loaded${build.passedOver.length ? ` (passed over: ${build.passedOver.join('; ')})` : ''}`);
+  log.info({ event: 'engine_selected', engine: engine.name, build: engine.build, passed_over: passedOver }, `the ${engine.name} engine serves, with ${engine.build}${passedOver.length ? ` (passed over: ${passedOver.join('; ')})` : ''}`);
+  if (threadCount < threadsAsked && o.threads !== undefined) {
+    log.warn({ event: 'threads_unavailable', threads: threadsAsked, node: process.versions.node }, `the node engine serves from one thread on Node ${process.versions.node}: threads share a port from Node 22.12 on (docs/threads.md)`);
+  }
   for (const flag of o.secretFlags ?? []) {
     log.warn({ event: 'secret_on_command_line', option: flag }, `--${flag} carries a password or token on the command line, where ps shows it to every user: set PROXYLIST_${flag.toUpperCase()} instead`);
   }

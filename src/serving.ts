@@ -6,6 +6,7 @@ import { CodedError, messageOf } from './core/errors.js';
 import type { Logger } from './core/log.js';
 import { createAppMaker, type ProcessReports } from './http/app.js';
 import type { TlsPair } from './http/tls-pair.js';
+import type { App, Engine } from './http/engine.js';
 import type { Lifecycle } from './http/lifecycle.js';
 import { Metrics } from './http/metrics.js';
 import { BodySources } from './bodies/sources.js';
@@ -23,6 +24,8 @@ import type { StoreFeed } from './snapshot/snapshot-feed.js';
 
 /** What one serving thread answers from, and how. */
 export interface ServingParts {
+  /** The HTTP engine, the same in every thread. */
+  engine: Engine;
   clock: Clock;
   log: Logger;
   feed: StoreFeed;
@@ -60,8 +63,8 @@ export interface Serving {
   waiters: Waiters;
   metrics: Metrics;
   listener: Listener;
-  /** An app of the routes for a certificate pair (or plain HTTP): a renewal's takes the port over. */
-  appFor(tls: TlsPair | null): ReturnType<ReturnType<typeof createAppMaker>>;
+  /** Puts a renewed certificate pair in force for new connections: in place where the engine can, else with an app of its own that takes the port over. */
+  renew(tls: TlsPair): Promise<void>;
   /** Stops taking connections, then waits (up to `limitMs`) for the bodies in flight; held requests are answered first. */
   drain(limitMs: number): Promise<void>;
   /** Closes what is left: pending bodies and every app. */
@@ -90,19 +93,28 @@ export function startServing(p: ServingParts): Serving {
   const waiters = new Waiters(p.clock, p.feed, queries, selector, answers, sender, p.log, p.heldSliceMs);
   const metrics = new Metrics(p.feed, p.keys, cache, bodies, selector, turns, sender, waiters, p.life, p.clock, p.thread);
   const makeApp = createAppMaker({
-    clock: p.clock, feed: p.feed, keys: p.keys, limiter: p.limiter, trustProxy: p.trustProxy, queries, selector, turns, answers, waiters, sender, log: p.log, metrics,
+    engine: p.engine, clock: p.clock, feed: p.feed, keys: p.keys, limiter: p.limiter, trustProxy: p.trustProxy, queries, selector, turns, answers, waiters, sender, log: p.log, metrics,
     metricsAllow: p.metricsAllow, operatorHosts: p.operatorHosts, life: p.life, accessLog: p.accessLog, reports: p.reports(metrics),
   });
-  const appFor = (tls: TlsPair | null) => {
+  const appFor = (tls: TlsPair | null): App => {
     try {
       return makeApp(tls);
     } catch (err) {
       throw new CodedError('E_TLS', `the TLS certificate and key make no TLS context (${messageOf(err)})`);
     }
   };
-  const listener = (p.life.listener = new Listener(appFor(p.tls), p.host, p.log, p.sharedPort));
+  const app = appFor(p.tls);
+  const listener = (p.life.listener = new Listener(app, p.host, p.log, p.sharedPort));
   return {
-    cache, bodies, sender, selector, turns, waiters, metrics, listener, appFor,
+    cache, bodies, sender, selector, turns, waiters, metrics, listener,
+    async renew(tls) {
+      if (!app.renew) return listener.replace(appFor(tls));
+      try {
+        app.renew(tls);
+      } catch (err) {
+        throw new CodedError('E_TLS', `the TLS certificate and key make no TLS context (${messageOf(err)})`);
+      }
+    },
     async drain(limitMs) {
       waiters.answerAll();
       listener.close();

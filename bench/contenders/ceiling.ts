@@ -7,7 +7,7 @@
  *   BODIES_JSON: [{path, headers: [[name, value]], file}]
  */
 import { readFileSync } from 'node:fs';
-import { loadUws, type HttpResponse } from '../../src/http/uws.js';
+import { loadUws, type HttpResponse } from '../../src/http/uws/load.js';
 
 const [index, port] = process.argv.slice(2);
 const entries = JSON.parse(readFileSync(index, 'utf8')) as Array<{ path: string; headers: Array<[string, string]>; file: string }>;

@@ -6,6 +6,7 @@ import { sha256Hex } from '../access/keys.js';
 import { writeFileAtomic } from '../core/atomic-write.js';
 import { encodeSnapshot, evolveRecords, generateRecords } from '../snapshot/generate.js';
 import { startServer } from '../server.js';
+import { engineChoice } from '../http/engines.js';
 import { integerOption, parseOptions } from './args.js';
 import { superviseProcess } from './serve.js';
 
@@ -29,14 +30,16 @@ export function randomKey(): string {
  */
 export const DEMO_HELP = `usage: proxylist demo [options]
   --port N      listening port (default 8080; env PORT)
-  --host ADDR   listening address (default 127.0.0.1; env HOST)`;
+  --host ADDR   listening address (default 127.0.0.1; env HOST)
+  --engine E    auto, uws or node (default auto; env PROXYLIST_ENGINE)`;
 
 export async function demoCommand(args: string[]): Promise<void> {
   if (args.includes('--help') || args.includes('-h')) {
     process.stdout.write(DEMO_HELP + '\n');
     return;
   }
-  const { values } = parseOptions(args, { port: { type: 'string' }, host: { type: 'string' } });
+  const { values } = parseOptions(args, { port: { type: 'string' }, host: { type: 'string' }, engine: { type: 'string' } });
+  const engine = engineChoice(values.engine ?? process.env.PROXYLIST_ENGINE);
   const port = integerOption('port', values.port ?? process.env.PORT, 8080, 0, 65535);
   const host = values.host ?? process.env.HOST ?? '127.0.0.1';
   const dir = mkdtempSync(join(tmpdir(), 'proxylist-demo-'));
@@ -61,7 +64,7 @@ export async function demoCommand(args: string[]): Promise<void> {
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     // No balancer in front of the demo: it stops at once.
-    server = await startServer({ snapshot, keys, port, host, logLevel: process.env.PROXYLIST_LOG_LEVEL ?? 'warn', drainS: 0 });
+    server = await startServer({ snapshot, keys, port, host, logLevel: process.env.PROXYLIST_LOG_LEVEL ?? 'warn', drainS: 0, engine });
   } catch (err) {
     // A port in use, say: the demo's folder goes with it.
     rmSync(dir, { recursive: true, force: true });

@@ -21,7 +21,7 @@ import type { Headers } from './head.js';
 import { clientOf } from './client-address.js';
 import type { Sender } from './sender.js';
 import type { Turns } from './turns.js';
-import { ACCEPT_ENCODING, IF_NONE_MATCH, type HttpRequest } from './uws.js';
+import { ACCEPT_ENCODING, IF_NONE_MATCH, type Request } from './engine.js';
 import type { Waiters } from './waiters.js';
 
 export const MAX_TARGET_BYTES = 8192;
@@ -52,7 +52,7 @@ export interface ApiDeps {
   log: Logger;
 }
 
-/** The bytes `s` had on the wire: uWebSockets.js turned each raw byte that was not UTF-8 into one 3-byte U+FFFD. */
+/** The bytes `s` had on the wire: the engine turned each raw byte that was not UTF-8 into one 3-byte U+FFFD (engine.ts). */
 function wireBytes(s: string): number {
   let replaced = 0;
   for (let i = s.indexOf('\uFFFD'); i >= 0; i = s.indexOf('\uFFFD', i + 1)) replaced++;
@@ -74,7 +74,7 @@ export function targetTooLong(url: string, query: string | undefined): boolean {
  * is read from `req` before the handler returns; an answer that must wait
  * for its body is written later.
  */
-export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest) => void {
+export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: Request) => void {
   const { sender } = deps;
   const codings = new Codings();
 
@@ -137,7 +137,7 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: HttpRequest
     // The client's subnet, for a key that has a subnet limit: the TCP peer's, or with --trust-proxy the client it forwards for.
     let subnet = 0;
     if (entry.limits.subnets !== null) {
-      subnet = subnetOf(clientOf(ex.res, req, deps.trustProxy) ?? { v4: 0 });
+      subnet = subnetOf(clientOf(ex, req, deps.trustProxy) ?? { v4: 0 });
     }
     const monoMs = deps.clock.monotonicMs();
     // Read now: after a round trip to a shared limiter, `req` is gone.

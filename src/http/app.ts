@@ -4,17 +4,17 @@ import type { Logger } from '../core/log.js';
 import type { StoreFeed } from '../snapshot/snapshot-feed.js';
 import { createApiHandler, targetTooLong, type ApiDeps } from './api.js';
 import { clientOf, operatorHost, validHost } from './client-address.js';
-import { Exchange, type RouteAccount } from './exchange.js';
+import type { Exchange, RouteAccount } from './exchange.js';
 import { HTTP_FAILURES, type HttpFailure } from './failures.js';
 import { head } from './head.js';
 import { publicHealth } from './health.js';
 import { Pages } from './pages.js';
 import type { Lifecycle } from './lifecycle.js';
-import { TLS12_CIPHERS, withPairFiles, type TlsPair } from './tls-pair.js';
+import type { TlsPair } from './tls-pair.js';
 import { usageReport } from './usage.js';
-import { ACCEPT_ENCODING, CONTENT_LENGTH, HOST, IF_NONE_MATCH, loadUws, uwsBuild, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js';
+import { ACCEPT_ENCODING, CONTENT_LENGTH, HOST, IF_NONE_MATCH, type App, type Engine, type Request, type Refusal, type Route, type Serve } from './engine.js';
 
-type Handler = (ex: Exchange, req: HttpRequest) => void;
+type Handler = (ex: Exchange, req: Request) => void;
 
 /**
  * Framing RFC 9112 (6.3) calls invalid that uWebSockets.js lets through:
@@ -23,7 +23,7 @@ type Handler = (ex: Exchange, req: HttpRequest) => void;
  * another would see a second request where this reads a body, or the
  * reverse. Requests without the header cost one lookup.
  */
-function badFraming(req: HttpRequest): boolean {
+function badFraming(req: Request): boolean {
   if (req.getHeader(CONTENT_LENGTH) === '') return false;
   let first: string | null = null;
   let bad = false;
@@ -38,18 +38,13 @@ function badFraming(req: HttpRequest): boolean {
   return bad;
 }
 /** The Host lines of a request: uWebSockets.js's getHeader reads only the first. */
-function hostLines(req: HttpRequest): number {
+function hostLines(req: Request): number {
   let n = 0;
   req.forEach((name) => {
     if (name === 'host') n++;
   });
   return n;
 }
-type UwsHandler = (res: HttpResponse, req: HttpRequest) => void;
-
-/** HEAD requests to `head`, others to `other`: a route that takes any method. */
-const byMethod = (head: UwsHandler, other: UwsHandler): UwsHandler => (res, req) => (req.getMethod() === 'head' ? head : other)(res, req);
-
 const JSON_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-store']] as const;
 const HEALTHY = head('200 OK', JSON_HEADERS);
 const UNHEALTHY = head('503 Service Unavailable', JSON_HEADERS);
@@ -64,6 +59,8 @@ export interface ProcessReports {
 }
 
 export interface AppDeps extends ApiDeps {
+  /** The HTTP engine that serves the routes (engine.ts). */
+  engine: Engine;
   life: Lifecycle;
   log: Logger;
   /** One log line per response. */
@@ -81,7 +78,7 @@ export interface AppDeps extends ApiDeps {
  * HTTPS with a certificate (a renewed one gets an app of its own,
  * docs/operations.md, HTTPS). Every app shares the handlers and their state.
  */
-export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => TemplatedApp {
+export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => App {
   const { log, sender, metrics: stats } = deps;
   /** Each answer is counted, and logged with --access-log: the path only, since the query holds the key, which is named by its label. */
   const account = (route: string): RouteAccount => {
@@ -96,17 +93,20 @@ export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => Template
   /**
    * A synchronous throw inside a uWebSockets.js handler aborts the process,
    * and uncaughtException cannot catch it; so does returning without an
-   * answer and without watching for the client to go away. Every handler
-   * runs inside this guard: the error goes to the log and the client gets a
-   * bare 500.
+   * answer and without watching for the client to go away. Every handler,
+   * on either engine, runs inside this guard: the error goes to the log and
+   * the client gets a bare 500.
    */
-  const guarded = (route: RouteAccount, name: string, head: boolean, secure: boolean, handler: Handler): UwsHandler => (res, req) => {
-    const ex = new Exchange(res, head, secure, route, performance.now(), deps.accessLog ? req.getCaseSensitiveMethod() : '', deps.accessLog ? req.getUrl() : '');
+  const guarded = (name: string, handler: Handler): Serve => (ex, req) => {
+    if (deps.accessLog) {
+      ex.method = req.getCaseSensitiveMethod();
+      ex.path = req.getUrl();
+    }
     try {
       // Read in the same pass as a request whose framing was invalid, from the same peer: on the same connection, as a rule.
-      if (condemned !== null && condemned === Buffer.from(res.getRemoteAddressAsText()).toString('latin1')) return sender.errorAndClose(ex, HTTP_FAILURES.badFraming);
+      if (condemned !== null && condemned === ex.peer()) return sender.errorAndClose(ex, HTTP_FAILURES.badFraming);
       if (badFraming(req)) {
-        condemn(res.getRemoteAddressAsText());
+        condemn(ex.peer());
         return sender.errorAndClose(ex, HTTP_FAILURES.badFraming);
       }
       // RFC 9112 3.2: one Host, an authority. Clients send the same one request after request: it is checked once.
@@ -122,10 +122,10 @@ export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => Template
       log.error({ event: 'handler_error', route: name, err }, 'unexpected error while answering');
       if (ex.aborted) return;
       try {
-        if (ex.answered) res.close();
+        if (ex.answered) ex.close();
         else sender.error(ex, HTTP_FAILURES.internal);
       } catch {
-        res.close();
+        ex.close();
       }
     } finally {
       ex.inHandler = false;
@@ -136,15 +136,16 @@ export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => Template
    * The peer of a request with invalid framing, until the current pass over
    * what sockets brought in is over. uWebSockets.js goes on with the requests
    * it already read after such a request, and then keeps the connection: each
-   * gets the same 400, never an answer, and the last one closes it.
+   * gets the same 400, never an answer, and the last one closes it. (Node's
+   * parser refuses such a request itself: `refused` below.)
    */
   let condemned: string | null = null;
   /** The last Host found valid. */
   let hostSeen = '';
   /** Two Host lines reach the handlers of a build that does not refuse them itself. */
-  const countHosts = !uwsBuild().refusesBadHeads;
-  const condemn = (peer: ArrayBuffer): void => {
-    condemned = Buffer.from(peer).toString('latin1');
+  const countHosts = !deps.engine.refusesBadHeads;
+  const condemn = (peer: string): void => {
+    condemned = peer;
     setImmediate(() => (condemned = null));
   };
   const api = createApiHandler(deps);
@@ -171,14 +172,14 @@ export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => Template
    * does (docs/operations.md, HTTPS): a page of another site that rebinds
    * its name to this host sends that name, and is refused.
    */
-  const operatorRefusal = (ex: Exchange, req: HttpRequest): 'address' | 'host' | null => {
-    const client = clientOf(ex.res, req, deps.trustProxy);
+  const operatorRefusal = (ex: Exchange, req: Request): 'address' | 'host' | null => {
+    const client = clientOf(ex, req, deps.trustProxy);
     if (client === null || !deps.metricsAllow.has(client)) return 'address';
     if (!operatorHost(req.getHeader(HOST), deps.operatorHosts)) return 'host';
     return null;
   };
   /** Whether the client may read /metrics and /usage; if not, it is answered `forbidden`, or why its Host is refused. */
-  const operator = (ex: Exchange, req: HttpRequest, forbidden: HttpFailure): boolean => {
+  const operator = (ex: Exchange, req: Request, forbidden: HttpFailure): boolean => {
     const refusal = operatorRefusal(ex, req);
     if (refusal !== null) sender.error(ex, refusal === 'address' ? forbidden : HTTP_FAILURES.operatorHostForbidden);
     return refusal === null;
@@ -215,26 +216,30 @@ export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => Template
   };
 
   const pages = new Pages(log);
-  const handlers = [['/api', api], ['/health', health], ['/metrics', metrics], ['/usage', usage], ['/openapi.json', openapi]] as const;
-  const routes = handlers.map(([path, handler]) => ({ path, handler, account: account(path) }));
-  // The pages for people and their assets, counted as one route.
+  const handlers: ReadonlyArray<readonly [string, Handler]> = [
+    ['/api', api], ['/health', health], ['/metrics', metrics], ['/usage', usage], ['/openapi.json', openapi],
+    // The pages for people and their assets.
+    ...pages.paths.map((path): [string, Handler] => [path, (ex, req) => pages.answer(ex, sender, path, req.getHeader(ACCEPT_ENCODING), req.getHeader(IF_NONE_MATCH))]),
+  ];
+  // The pages are counted as one route.
   const pageRoute = account('pages');
-  const other = account('other');
-  return (tls) => {
-    // SSLApp throws when the bytes make no context; they were checked before they were handed here (core/certificate.ts).
-    const app = tls
-      ? withPairFiles(tls, (certFile, keyFile) => loadUws().SSLApp({ cert_file_name: certFile, key_file_name: keyFile, ssl_ciphers: TLS12_CIPHERS }))
-      : loadUws().App();
-    const secure = tls !== null;
-    const serve = (route: RouteAccount, path: string, handler: Handler): void => {
-      app.get(path, guarded(route, path, false, secure, handler));
-      // HEAD is not routed to get(): it needs its own route.
-      app.head(path, guarded(route, path, true, secure, handler));
-      app.any(path, byMethod(guarded(route, path, true, secure, notAllowed), guarded(route, path, false, secure, notAllowed)));
-    };
-    for (const r of routes) serve(r.account, r.path, r.handler);
-    for (const path of pages.paths) serve(pageRoute, path, (ex, req) => pages.answer(ex, sender, path, req.getHeader(ACCEPT_ENCODING), req.getHeader(IF_NONE_MATCH)));
-    app.any('/*', byMethod(guarded(other, 'other', true, secure, notFound), guarded(other, 'other', false, secure, notFound)));
-    return app;
+  const route = (path: string, name: string, handler: Handler, counted: RouteAccount): Route => {
+    const serve = guarded(name, handler);
+    return { path, account: counted, get: serve, head: serve, other: guarded(name, notAllowed) };
   };
+  const routes = {
+    paths: handlers.map(([path, handler]) => (pages.paths.includes(path) ? route(path, path, handler, pageRoute) : route(path, path, handler, account(path)))),
+    other: (() => {
+      const serve = guarded('other', notFound);
+      return { path: '/*', account: account('other'), get: serve, head: serve, other: serve };
+    })(),
+    refused: (kind: Refusal) => {
+      const failure = REFUSALS[kind];
+      return { head: sender.errorHeadOf(failure), body: Buffer.from(`Error: ${failure.message}`) };
+    },
+  };
+  return (tls) => deps.engine.app(routes, tls);
 }
+
+/** What the service answers to a request an engine's parser refused. */
+const REFUSALS = { headTooLarge: HTTP_FAILURES.headTooLarge, badFraming: HTTP_FAILURES.badFraming, badRequest: HTTP_FAILURES.badRequest } as const;

@@ -1,13 +1,14 @@
 import { isIPv6 } from 'node:net';
 import { clientAddress, parseAddress, type Address, type AddressSet } from '../access/address.js';
-import type { HttpRequest, HttpResponse } from './uws.js';
+import type { Request } from './engine.js';
+import type { Exchange } from './exchange.js';
 
 /**
  * Every X-Forwarded-For line of the request, in order, as one list: a proxy
  * such as haproxy appends its own line after the client's, and the
  * right-most addresses are the ones to believe (docs/api.md, Usage limits).
  */
-function forwardedFor(req: HttpRequest): string {
+function forwardedFor(req: Request): string {
   let all = '';
   req.forEach((name, value) => {
     if (name === 'x-forwarded-for') all = all === '' ? value : `${all},${value}`;
@@ -20,8 +21,8 @@ function forwardedFor(req: HttpRequest): string {
  * the TCP peer's, or behind a peer of --trust-proxy the client it forwards
  * for (never the proxy's own). Null when the peer's address cannot be read.
  */
-export function clientOf(res: HttpResponse, req: HttpRequest, trustProxy: AddressSet): Address | null {
-  const peer = parseAddress(Buffer.from(res.getRemoteAddressAsText()).toString('latin1'));
+export function clientOf(ex: Exchange, req: Request, trustProxy: AddressSet): Address | null {
+  const peer = parseAddress(ex.peer());
   if (peer === null || !trustProxy.has(peer)) return peer;
   return clientAddress(peer, forwardedFor(req), trustProxy);
 }

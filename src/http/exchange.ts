@@ -1,9 +1,4 @@
 import type { Head } from './head.js';
-import type { HttpResponse } from './uws.js';
-
-/** On every HTTPS answer (docs/operations.md, HTTPS): browsers come back over HTTPS only, for a year. */
-const HSTS_NAME = Buffer.from('Strict-Transport-Security');
-const HSTS_VALUE = Buffer.from('max-age=31536000');
 
 /** What is done with each answer of a route: counted, and logged with --access-log. */
 export interface RouteAccount {
@@ -11,13 +6,18 @@ export interface RouteAccount {
 }
 
 /**
- * One request and its response, for as long as either lives. uWebSockets.js
- * forbids touching a response after its client went away, and a request
- * dies when its handler returns: what a later answer needs is kept here,
- * never on the response object or in module variables.
+ * One request and its response, for as long as either lives, made by the
+ * engine that received the request (http/engine.ts). A response must not be
+ * touched after its client went away, and a request dies when its handler
+ * returns: what a later answer needs is kept here, never on the engine's
+ * objects or in module variables.
+ *
+ * The writes follow uWebSockets.js's model, which both engines give: a
+ * write offset of body bytes taken, `tryEnd` that says whether the socket
+ * takes more, and a writable event when it does again.
  */
-export class Exchange {
-  /** The client went away: nothing may touch `res` any more. */
+export abstract class Exchange {
+  /** The client went away: nothing may touch the response any more. */
   aborted = false;
   /** The status line written, once answered. */
   status = '';
@@ -25,27 +25,25 @@ export class Exchange {
   bytes = 0;
   /** The name the access log gives the key, once known. */
   keyLabel: string | null = null;
+  /** Method and path, read only for the access log. */
+  method = '';
+  path = '';
   /**
-   * The request's handler is running (the exchange is made there, and the
-   * guard around it clears this when it returns): uWebSockets.js corked the
-   * socket before it called the handler, so what is written meanwhile goes
-   * out in one go when the handler returns.
+   * The request's handler is running (the guard around it clears this when
+   * it returns): the engine corked the socket before it called the handler,
+   * so what is written meanwhile goes out in one go when the handler returns.
    */
   inHandler = true;
+  readonly startedMs = performance.now();
   /** Runs once if the client goes away before the response is done. */
   private abortHook: (() => void) | null = null;
   private watched = false;
 
   constructor(
-    readonly res: HttpResponse,
     readonly head: boolean,
     /** Over HTTPS. */
     readonly secure: boolean,
     readonly account: RouteAccount,
-    readonly startedMs: number,
-    /** Method and path, read only for the access log. */
-    readonly method: string,
-    readonly path: string,
   ) {}
 
   get answered(): boolean {
@@ -65,7 +63,7 @@ export class Exchange {
     this.abortHook = hook;
     if (this.watched) return;
     this.watched = true;
-    this.res.onAborted(() => {
+    this.watchAbort(() => {
       this.aborted = true;
       const h = this.abortHook;
       this.abortHook = null;
@@ -89,25 +87,48 @@ export class Exchange {
   /**
    * Runs `write`, which writes to the response, with the socket corked:
    * the status, headers and body go out together. Inside the handler it
-   * already is; later, `cork` does it (and calls back into JavaScript).
+   * already is; later, `cork` does it.
    */
   write(write: () => void): void {
     if (this.inHandler) write();
-    else this.res.cork(write);
-  }
-
-  /** Writes the status and headers of `h`, and HSTS over HTTPS. */
-  writeHead(h: Head): void {
-    this.res.writeStatus(h.bytes);
-    if (this.secure) this.res.writeHeader(HSTS_NAME, HSTS_VALUE);
+    else this.cork(write);
   }
 
   /** Records the answer (status, announced length) and accounts for it. */
   answer(status: string, bytes: number): void {
-    // The work a hook would stop has settled; uWebSockets.js keeps the abort handler until the connection's next response.
+    // The work a hook would stop has settled; an engine may keep the abort handler until the connection's next response.
     this.abortHook = null;
     this.status = status;
     this.bytes = bytes;
     this.account.answered(this);
   }
+
+  /** Calls `aborted` once if the client goes away before the response is done. */
+  protected abstract watchAbort(aborted: () => void): void;
+  /** Runs `write` with the socket corked. */
+  abstract cork(write: () => void): void;
+  /** The status and headers of `h` (and HSTS over HTTPS), before any other write. */
+  abstract writeHead(h: Head): void;
+  /**
+   * Offers `chunk`, the body's next bytes, for a body of `total` bytes. The
+   * socket may take part of it: the write offset says how much. Returns
+   * [the socket takes more now, the response is done].
+   */
+  abstract tryEnd(chunk: Uint8Array, total: number): [boolean, boolean];
+  /** Body bytes taken so far. */
+  abstract writeOffset(): number;
+  /** `more` runs each time the socket takes more again; it returns whether it wrote all it had. */
+  abstract onWritable(more: () => boolean): void;
+  /** Ends a HEAD answer: its length, no body. */
+  abstract endHead(total: number): void;
+  /** Ends an answer without body or length (a 304). */
+  abstract endEmpty(): void;
+  /** Ends with `body`, then closes the connection. */
+  abstract endAndClose(body: Uint8Array): void;
+  /** Closes the connection at once. */
+  abstract close(): void;
+  /** The TCP peer's address as text. */
+  abstract peer(): string;
+  /** No byte the body lent is still held by the engine: the body may give back what it holds. */
+  abstract holdsNothing(): boolean;
 }

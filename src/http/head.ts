@@ -12,11 +12,15 @@ export interface Head {
   readonly status: string;
   /** `status`, then CRLF and `Name: value` for each header. */
   readonly bytes: Uint8Array;
+  /** The status code, its reason, and each header's name and value in turn: for an engine that writes them itself. */
+  readonly code: number;
+  readonly reason: string;
+  readonly lines: readonly string[];
 }
 
 const LINE_BREAK = /[\r\n]/;
 /** On every answer of the service (docs/pages.md): no browser reads a body as another type than the one it is sent as. */
-const NOSNIFF = '\r\nX-Content-Type-Options: nosniff';
+const NOSNIFF: readonly [string, string] = ['X-Content-Type-Options', 'nosniff'];
 
 /**
  * The head of `status` and `headers`, and X-Content-Type-Options. Every name and value is the
@@ -25,9 +29,12 @@ const NOSNIFF = '\r\nX-Content-Type-Options: nosniff';
  */
 export function head(status: string, headers: Headers): Head {
   let text = status;
-  for (const [name, value] of headers) {
+  const lines: string[] = [];
+  for (const [name, value] of [...headers, NOSNIFF]) {
     if (LINE_BREAK.test(name) || LINE_BREAK.test(value)) throw new Error(`a line break in the response header ${JSON.stringify(name)}`);
     text += `\r\n${name}: ${value}`;
+    lines.push(name, value);
   }
-  return { status, bytes: Buffer.from(text + NOSNIFF) };
+  const space = status.indexOf(' ');
+  return { status, bytes: Buffer.from(text), code: Number(status.slice(0, space)), reason: status.slice(space + 1), lines };
 }

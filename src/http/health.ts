@@ -27,6 +27,7 @@ export function healthReport(feed: StoreFeed, keys: KeysInForce, life: Lifecycle
   // The keys in force, and what the snapshot origin and a shared limiter say, when there are any (docs/several-instances.md).
   const keysError = keys.lastError ?? life.keysOrigin?.lastError ?? null;
   const extra = {
+    engine: life.engine.name,
     threads,
     keys: { source: keys.source, loaded_at: keys.loadedAtMs === null ? null : formatIsoOffset(keys.loadedAtMs), count: keys.table.size, last_error: keysError },
     ...(o ? { origin: { url: o.url, downloads: o.downloads, not_modified: o.notModified, last_error: o.lastError } } : {}),

@@ -5,6 +5,8 @@ import type { TlsCertificates } from './tls.js';
 
 /** What /health and /metrics tell of the instance beside the snapshot. */
 export interface Lifecycle {
+  /** The HTTP engine that serves, and its build (engine.ts). */
+  engine: { name: string; build: string };
   /** Stopping: the balancer is to send requests elsewhere (docs/several-instances.md). */
   draining: boolean;
   limiter: RedisLimiter | null;

@@ -1,7 +1,7 @@
 import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { CodedError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import { loadUws, type TemplatedApp, type us_listen_socket } from './uws.js';
+import type { App, ListenSocket } from './engine.js';
 
 /**
  * How often the descriptors in use are counted against the limit: often
@@ -39,7 +39,7 @@ function countDescriptors(): { open: number; limit: number } | null {
  * The listening socket, and the file descriptors that accepting needs
  * (docs/operations.md, Memory, hostile clients and secrets). Once no descriptor is left, the accept of
  * uWebSockets.js fails and is woken again at once: the process would spin
- * and say nothing. So the descriptors in use are counted, and close to the
+ * and say nothing (Node's resets each new connection instead). So the descriptors in use are counted, and close to the
  * limit the socket stops listening (new connections are refused) until
  * enough are free again, with one log line each way, as nginx does. A
  * margin stays for the service's own files (a snapshot to load).
@@ -47,7 +47,7 @@ function countDescriptors(): { open: number; limit: number } | null {
 export class Listener {
   /** Times accepting was paused for want of descriptors. */
   pauses = 0;
-  private token: us_listen_socket | null = null;
+  private token: ListenSocket | null = null;
   private checker: NodeJS.Timeout | null = null;
   private closed = false;
   private port = 0;
@@ -58,7 +58,7 @@ export class Listener {
    */
   private spare: number | null = null;
   /** Apps replaced by a renewal, still serving the connections they accepted, closed with the rest at the end. */
-  private readonly retired: TemplatedApp[] = [];
+  private readonly retired: App[] = [];
   /** Told when accepting pauses or resumes: the other serving threads follow this one's count (docs/threads.md). */
   onPause: (paused: boolean) => void = () => undefined;
 
@@ -68,7 +68,7 @@ export class Listener {
    * (serving threads). The port is then bound with SO_REUSEPORT,
    * after a first exclusive bind that proves no other process has it.
    */
-  constructor(private app: TemplatedApp, private readonly host: string, private readonly log: Logger, private readonly renewable = false) {}
+  constructor(private app: App, private readonly host: string, private readonly log: Logger, private readonly renewable = false) {}
 
   get paused(): boolean {
     return this.token === null && !this.closed;
@@ -77,9 +77,9 @@ export class Listener {
   /** Listens on `port` (0: any free one); resolves with the port. */
   async start(port: number): Promise<number> {
     this.token = await this.listen(port, true);
-    this.port = loadUws().us_socket_local_port(this.token as never);
+    this.port = this.token.port;
     if (this.renewable) {
-      loadUws().us_listen_socket_close(this.token);
+      this.token.close();
       this.token = await this.listen(this.port);
     }
     if (this.descriptors() !== null) {
@@ -102,11 +102,11 @@ export class Listener {
   async follow(paused: boolean): Promise<void> {
     if (this.closed) return;
     if (paused && this.token) {
-      loadUws().us_listen_socket_close(this.token);
+      this.token.close();
       this.token = null;
     } else if (!paused && !this.token) {
       const token = await this.listen(this.port);
-      if (this.closed) return loadUws().us_listen_socket_close(token);
+      if (this.closed) return token.close();
       this.token = token;
     }
   }
@@ -119,7 +119,7 @@ export class Listener {
    * in between is reset, unless net.ipv4.tcp_migrate_req moves it to the
    * new one (docs/operations.md, HTTPS).
    */
-  async replace(app: TemplatedApp): Promise<void> {
+  async replace(app: App): Promise<void> {
     if (this.closed) throw new Error('the listener is closed');
     // Paused for want of descriptors: the next listen is the new app's.
     const token = this.token ? await this.listen(this.port, false, app) : null;
@@ -128,7 +128,7 @@ export class Listener {
     if (!token) return;
     const previous = this.token;
     this.token = token;
-    if (previous) setImmediate(() => loadUws().us_listen_socket_close(previous));
+    if (previous) setImmediate(() => previous.close());
   }
 
   /** Closes every connection of every app this listener served (the end of a drain). */
@@ -142,7 +142,7 @@ export class Listener {
     this.closed = true;
     if (this.checker) clearTimeout(this.checker);
     this.checker = null;
-    if (this.token) loadUws().us_listen_socket_close(this.token);
+    this.token?.close();
     this.token = null;
     if (this.spare !== null) closeSync(this.spare);
     this.spare = null;
@@ -162,7 +162,7 @@ export class Listener {
     // Accepting resumes a few descriptors below the pause, not at half the margin again: what the process holds at rest (more with each serving thread) may be close to that.
     const resumeBelow = d.limit - margin - Math.max(4, margin >> 1);
     if (this.token && d.open >= d.limit - margin) {
-      loadUws().us_listen_socket_close(this.token);
+      this.token.close();
       this.token = null;
       this.pauses++;
       this.onPause(true);
@@ -170,7 +170,7 @@ export class Listener {
     } else if (!this.token && d.open < resumeBelow) {
       this.listen(this.port).then(
         (token) => {
-          if (this.closed) return loadUws().us_listen_socket_close(token);
+          if (this.closed) return token.close();
           this.token = token;
           this.onPause(false);
           this.log.info({ event: 'accept_resumed', open_files: d.open, limit: d.limit }, 'file descriptors are free again: accepting connections');
@@ -191,18 +191,10 @@ export class Listener {
     return d;
   }
 
-  /**
-   * Exclusive unless the port is renewable: by default uWebSockets.js binds
-   * with SO_REUSEPORT, and a second instance would silently share the port.
-   */
-  private listen(port: number, exclusive = !this.renewable, app = this.app): Promise<us_listen_socket> {
-    const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
-    const LIBUS_LISTEN_DEFAULT = 0;
-    return new Promise((resolve, reject) => {
-      (app.listen as unknown as (h: string, p: number, o: number, cb: (t: us_listen_socket | false) => void) => void)(this.host, port, exclusive ? LIBUS_LISTEN_EXCLUSIVE_PORT : LIBUS_LISTEN_DEFAULT, (token) => {
-        if (token) resolve(token);
-        else reject(new CodedError('E_LISTEN', `cannot listen on ${this.host}:${port}: the port is in use or the address is not available`));
-      });
-    });
+  /** Exclusive unless the port is renewable (or shared with other threads). */
+  private async listen(port: number, exclusive = !this.renewable, app = this.app): Promise<ListenSocket> {
+    const token = await app.listen(this.host, port, exclusive);
+    if (!token) throw new CodedError('E_LISTEN', `cannot listen on ${this.host}:${port}: the port is in use or the address is not available`);
+    return token;
   }
 }

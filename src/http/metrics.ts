@@ -92,6 +92,12 @@ export class Metrics {
     gauge('proxylist_accept_paused', '1 while new connections are refused for want of file descriptors', () => (life.listener?.paused ? 1 : 0));
     counterFrom({ name: 'proxylist_accept_pauses_total', help: 'Times accepting stopped for want of file descriptors' }, () => life.listener?.pauses ?? 0);
     gauge('proxylist_draining', '1 from SIGTERM until the instance stops', () => (life.draining ? 1 : 0));
+    new Gauge({
+      name: 'proxylist_engine_info', help: 'The HTTP engine that serves (uws or node) and its build: 1', labelNames: ['engine', 'build'], registers,
+      collect() {
+        this.set({ engine: life.engine.name, build: life.engine.build }, 1);
+      },
+    });
     gauge('proxylist_keys_loaded', 'Keys in force', () => keys.table.size);
     const origins = { snapshot: () => life.origin, keys: () => life.keysOrigin };
     new Gauge({

@@ -136,11 +136,9 @@ export class Sender {
       return;
     }
     ex.write(() => {
-      const res = ex.res;
       ex.writeHead(h);
       if (ex.head) {
-        res.writeHeader('Content-Length', String(body.total));
-        res.endWithoutBody();
+        ex.endHead(body.total);
         body.release();
         return;
       }
@@ -148,15 +146,15 @@ export class Sender {
       const first = body.piece(0) ?? EMPTY;
       if (first.length === body.total && body.total <= MAX_WRITE) {
         // The whole body in one piece and one write, the common answer: no pending state unless the socket holds some back.
-        const [, finished] = res.tryEnd(first, body.total);
+        const [, finished] = ex.tryEnd(first, body.total);
         if (finished) body.release();
-        else this.hold(new Outgoing(ex, body, first), res.getWriteOffset());
+        else this.hold(new Outgoing(ex, body, first), ex.writeOffset());
         return;
       }
       const o = new Outgoing(ex, body, first);
       const [, finished] = this.sendRest(o, 0, performance.now() + PASS_MS);
       if (finished) body.release();
-      else this.hold(o, res.getWriteOffset());
+      else this.hold(o, ex.writeOffset());
     });
   }
 
@@ -166,7 +164,7 @@ export class Sender {
     ex.answer(h.status, 0);
     ex.write(() => {
       ex.writeHead(h);
-      ex.res.endWithoutBody();
+      ex.endEmpty();
     });
   }
 
@@ -184,8 +182,13 @@ export class Sender {
     ex.answer(failure.status, body.length);
     ex.write(() => {
       ex.writeHead(this.errorHead(failure, []));
-      ex.res.end(body, true);
+      ex.endAndClose(body);
     });
+  }
+
+  /** The head of a failure's answer, as `error` writes it. */
+  errorHeadOf(failure: HttpFailure): Head {
+    return this.errorHead(failure, []);
   }
 
   /** The head of an error answer: its status, the error headers, its Retry-After and `extra`. */
@@ -208,7 +211,6 @@ export class Sender {
   /** Keeps sending the body of `o`, written up to write offset `offset`, on writable events and pushes. */
   private hold(o: Outgoing, offset: number): void {
     const ex = o.ex;
-    const res = ex.res;
     o.body.keep?.();
     o.offset = offset;
     o.progressAtMs = o.wroteAtMs = performance.now();
@@ -216,7 +218,7 @@ export class Sender {
     ex.onAbort(() => this.finish(o));
     this.pusher ??= setInterval(() => this.pushAll(), PUSH_INTERVAL_MS).unref();
     // The socket takes more: written now, for one pass's time at most, and the rest in turn with the others.
-    res.onWritable(() => {
+    ex.onWritable(() => {
       if (ex.aborted || !this.pending.has(o)) return true;
       if (o.head !== null) {
         this.enqueue(o);
@@ -227,7 +229,7 @@ export class Sender {
       // only way it comes: a write left to a later turn of the event loop,
       // and failing there, was not watched for again.
       o.wroteAtMs = performance.now();
-      const [ok, finished] = this.sendRest(o, res.getWriteOffset(), o.wroteAtMs + PASS_MS);
+      const [ok, finished] = this.sendRest(o, ex.writeOffset(), o.wroteAtMs + PASS_MS);
       if (finished) this.finish(o);
       return ok;
     });
@@ -241,7 +243,7 @@ export class Sender {
    * from the new write offset. Returns [more may be written now, finished].
    */
   private sendRest(o: Outgoing, offset: number, deadline = Infinity): [boolean, boolean] {
-    const res = o.ex.res;
+    const ex = o.ex;
     const stopAt = offset + SLICE_BYTES;
     try {
       for (;;) {
@@ -252,22 +254,22 @@ export class Sender {
         let at = offset - o.base;
         while (at >= o.current.length) {
           const next = o.body.piece(o.index + 1);
-          if (next === null) return res.tryEnd(EMPTY, o.body.total);
+          if (next === null) return ex.tryEnd(EMPTY, o.body.total);
           o.index++;
           o.base += o.current.length;
           at -= o.current.length;
           o.current = next;
           o.parked = false;
         }
-        const [ok, finished] = res.tryEnd(o.current.subarray(at, at + MAX_WRITE), o.body.total);
+        const [ok, finished] = ex.tryEnd(o.current.subarray(at, at + MAX_WRITE), o.body.total);
         if (!ok || finished) return [ok, finished];
-        offset = res.getWriteOffset();
+        offset = ex.writeOffset();
       }
     } catch (err) {
       // A body that cannot be produced any further: the client gets a cut-off body, never a wrong one.
       this.log.error({ event: 'body_failed', err }, 'producing a response body failed; closing the connection');
-      o.ex.aborted = true;
-      res.close();
+      ex.aborted = true;
+      ex.close();
       return [false, true];
     }
   }
@@ -293,16 +295,16 @@ export class Sender {
       const o = this.queue.shift()!;
       o.queued = false;
       if (o.ex.aborted || !this.pending.has(o)) continue;
-      const res = o.ex.res;
+      const ex = o.ex;
       o.wroteAtMs = performance.now();
-      res.cork(() => {
+      ex.cork(() => {
         if (o.head) {
-          o.ex.writeHead(o.head);
+          ex.writeHead(o.head);
           o.head = null;
-          o.base = res.getWriteOffset();
+          o.base = ex.writeOffset();
           o.current = o.body.piece(0) ?? EMPTY;
         }
-        const [, finished] = this.sendRest(o, res.getWriteOffset(), until);
+        const [, finished] = this.sendRest(o, ex.writeOffset(), until);
         if (finished) this.finish(o);
       });
     }
@@ -316,14 +318,14 @@ export class Sender {
   /** Keeps a body going that writable events may not (see PUSH_INTERVAL_MS); false when given up. */
   private push(o: Outgoing, nowMs: number): boolean {
     if (o.ex.aborted) return false;
-    const offset = o.ex.res.getWriteOffset();
+    const offset = o.ex.writeOffset();
     if (offset !== o.offset) {
       o.offset = offset;
       o.progressAtMs = nowMs;
       o.parked = false;
     } else if (nowMs - o.progressAtMs > STALL_LIMIT_MS) {
       return false;
-    } else if (!o.parked && o.head === null && nowMs - o.progressAtMs > PARK_AFTER_MS && o.body.park?.()) {
+    } else if (!o.parked && o.head === null && nowMs - o.progressAtMs > PARK_AFTER_MS && o.ex.holdsNothing() && o.body.park?.()) {
       // The piece is asked for again, from the same place, when the client reads on.
       o.parked = true;
       o.current = EMPTY;
@@ -336,7 +338,12 @@ export class Sender {
 
   private pushAll(): void {
     const now = performance.now();
-    for (const o of [...this.pending]) if (!this.push(o, now)) this.finish(o);
+    for (const o of [...this.pending]) {
+      if (this.push(o, now)) continue;
+      // Given up: the connection goes too, rather than wait for an idle timeout with a response half sent.
+      this.finish(o);
+      if (!o.ex.aborted) o.ex.close();
+    }
     if (this.pending.size === 0 && this.pusher) {
       clearInterval(this.pusher);
       this.pusher = null;

@@ -6,7 +6,7 @@
  * certificate, the limiter's state, draining) is the main thread's alone;
  * an event loop's delay is the worst thread's.
  */
-const ONCE = /^proxylist_(process_|snapshot_|keys_|tls_|origin_|draining|limiter_up|nodejs_version_info|threads)/;
+const ONCE = /^proxylist_(process_|snapshot_|keys_|tls_|origin_|draining|limiter_up|nodejs_version_info|engine_info|threads)/;
 const WORST = /^proxylist_nodejs_eventloop_lag_/;
 
 /** A sample line's series (name and labels) and its value; null for comments and blank lines. */

@@ -15,6 +15,7 @@ import { SharedClock, systemClock } from '../core/clock.js';
 import { messageOf } from '../core/errors.js';
 import { allowFullCollections } from '../core/full-collection.js';
 import { createLogger } from '../core/log.js';
+import { selectEngine } from '../http/engines.js';
 import type { Lifecycle } from '../http/lifecycle.js';
 import type { TlsPair } from '../http/tls-pair.js';
 import { DEFAULT_CACHE_BYTES, DEFAULT_METRICS_ALLOW, DEFAULT_WHOLE_BODIES_BYTES } from '../options.js';
@@ -59,7 +60,8 @@ const redis = redisUrl
   ? new RedisLimiter({ url: redisUrl, timeoutMs: o.limiterTimeoutMs ?? DEFAULT_LIMITER_TIMEOUT_MS, fallback: o.limiterFallback === 'memory' ? memory : null, clock, log })
   : null;
 const limiter: Limiter = redis ?? memory;
-const life: Lifecycle = { draining: false, limiter: redis, origin: null, keysOrigin: null, listener: null, tls: null };
+const { engine } = selectEngine(o.engine ?? 'auto');
+const life: Lifecycle = { engine: { name: engine.name, build: engine.build }, draining: false, limiter: redis, origin: null, keysOrigin: null, listener: null, tls: null };
 
 let nextAsk = 1;
 const asked = new Map<number, { resolve(value: unknown): void; reject(err: Error): void }>();
@@ -72,6 +74,7 @@ function ask<T>(what: 'health' | 'metrics'): Promise<T> {
 }
 
 const serving = startServing({
+  engine,
   clock, log, feed, keys, limiter, life,
   host: o.host,
   trustProxy: new AddressSet(o.trustProxy ?? []),
@@ -149,7 +152,7 @@ port.on('message', (m: ToServing) => {
 
 /** A renewed pair's app takes this thread's share of the port over; a throw of any step rejects. */
 async function takePair(pair: TlsPair): Promise<void> {
-  await serving.listener.replace(serving.appFor(pair));
+  await serving.renew(pair);
 }
 
 /** As the main thread stops (server.ts): held requests answered, served on while draining, then closed once the bodies in flight are done. */

@@ -6,6 +6,8 @@ import { ManualClock } from './manual-clock.js';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { createLogger } from '../../src/core/log.js';
 import { startServer, type RunningServer, type ServeOptions } from '../../src/server.js';
+import type { Engine, EngineChoice } from '../../src/http/engine.js';
+import { engineChoice, selectEngine } from '../../src/http/engines.js';
 import { eventually } from '../../support/eventually.js';
 import { tempDir } from '../../support/temp.js';
 
@@ -49,6 +51,11 @@ export interface TestServerSetup {
  */
 export const testThreads = (): number | undefined => (process.env.PROXYLIST_THREADS ? Number(process.env.PROXYLIST_THREADS) : undefined);
 
+/** The HTTP engine of a test's server: PROXYLIST_ENGINE as `npm test` runs with it (CI runs the suite on both), else the default. */
+export const testEngineChoice = (): EngineChoice => engineChoice(process.env.PROXYLIST_ENGINE);
+/** The engine that choice selects here, and its build. */
+export const testEngine = (): Engine => selectEngine(testEngineChoice()).engine;
+
 export async function startTestServer(o: TestServerSetup = {}): Promise<TestServer> {
   const dir = tempDir();
   const snapshot = join(dir, 'snapshot.msgpack');
@@ -58,7 +65,7 @@ export async function startTestServer(o: TestServerSetup = {}): Promise<TestServ
   const clock = (o.clock as ManualClock) ?? new ManualClock(TEST_NOW_S * 1000);
   const server = await startServer({
     snapshot, keys, port: 0, host: '127.0.0.1', clock, log: createLogger('silent'),
-    follow: { debounceMs: 20, pollMs: 200 }, drainS: 0, threads: testThreads(), ...o.options,
+    follow: { debounceMs: 20, pollMs: 200 }, drainS: 0, threads: testThreads(), engine: testEngineChoice(), ...o.options,
   });
   await server.feed.settle();
   const base = `http://127.0.0.1:${server.port}`;

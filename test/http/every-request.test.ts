@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { uwsBuild } from '../../src/http/uws.js';
+import { uwsBuild } from '../../src/http/uws/load.js';
 import { TestAuthority } from '../../support/certificates.js';
 import { rawExchange } from '../helpers/raw-http.js';
 import { TEST_KEY, startTestServer, tempDir, type TestServer } from '../helpers/server.js';

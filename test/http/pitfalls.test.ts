@@ -5,7 +5,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { uwsBuild } from '../../src/http/uws.js';
+import { uwsBuild } from '../../src/http/uws/load.js';
 import { exitWithin, freePort, runCli } from '../helpers/cli.js';
 import { TEST_KEY, TEST_NOW_S, eventually, tempDir, serverSuite } from '../helpers/server.js';
 

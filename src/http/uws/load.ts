@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { CodedError } from '../core/errors.js';
+import { CodedError } from '../../core/errors.js';
 import type * as UWS from 'uws-v20.57';
 
 export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uws-v20.57';
@@ -39,6 +39,8 @@ export interface UwsBuild {
 }
 
 let loaded: { uws: typeof UWS; build: UwsBuild } | null = null;
+/** The builds tried when none loaded. */
+let failedBuilds: string[] = [];
 
 /** Why a build did not load: no binary for this Node, a C library too old, or the error itself. */
 function reasonOf(err: unknown): string {
@@ -76,9 +78,10 @@ export function loadUws(): typeof UWS {
     loaded = { uws, build: { label: build.label, refusesBadHeads: build.refusesBadHeads, passedOver } };
     return uws;
   }
+  failedBuilds = passedOver;
   throw new CodedError(
     'E_UWS_FALLBACK',
-    `no build of uWebSockets.js loads natively on Node ${process.versions.node} (ABI ${process.versions.modules}), and its slow fallback is refused: ${passedOver.join('; ')}. Node.js 20, 22, 24 and 25 are supported (docs/operations.md, Where it runs).`,
+    `no build of uWebSockets.js loads natively on Node ${process.versions.node} (ABI ${process.versions.modules}), and its slow fallback is refused: ${passedOver.join('; ')}. Use --engine node or auto (docs/operations.md, Where it runs).`,
   );
 }
 
@@ -88,15 +91,12 @@ export function uwsBuild(): UwsBuild {
   return loaded!.build;
 }
 
-/**
- * A request header's name for `req.getHeader`, encoded once. Given a
- * string, the native side converts it to UTF-8 on every call, which costs
- * twice the lookup itself; given bytes, it reads them where they are.
- */
-const headerName = (name: string): ArrayBuffer => new TextEncoder().encode(name).buffer as ArrayBuffer;
-
-/** The request headers the service reads. */
-export const ACCEPT_ENCODING = headerName('accept-encoding');
-export const IF_NONE_MATCH = headerName('if-none-match');
-export const CONTENT_LENGTH = headerName('content-length');
-export const HOST = headerName('host');
+/** Why no build loads (each build tried, and why it was passed over); null when one does. */
+export function uwsUnavailable(): { message: string; passedOver: string[] } | null {
+  try {
+    loadUws();
+    return null;
+  } catch (err) {
+    return { message: (err as Error).message, passedOver: failedBuilds };
+  }
+}

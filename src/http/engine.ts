@@ -1,0 +1,111 @@
+import type { Exchange, RouteAccount } from './exchange.js';
+import type { Head } from './head.js';
+import type { TlsPair } from './tls-pair.js';
+
+/**
+ * What the service needs of an HTTP server (docs/operations.md, Where it
+ * runs): routes, the request's method, target, headers and peer, and an
+ * Exchange per request that writes the answer with backpressure. Two
+ * engines implement it: uWebSockets.js (http/uws/) and Node's own http and
+ * https modules (http/node/). Nothing above this file knows which runs.
+ */
+export interface Engine {
+  readonly name: EngineName;
+  /** The build or runtime that serves: `uWebSockets.js v20.30.0`, `node:http 22.23.3`. */
+  readonly build: string;
+  /** The engine answers 400 itself to two Host lines (the service must count them otherwise). */
+  readonly refusesBadHeads: boolean;
+  /** Several threads of one process can listen on one port. */
+  readonly sharesPorts: boolean;
+  /** An app that serves `routes`: plain HTTP, or HTTPS with a certificate pair. */
+  app(routes: Routes, tls: TlsPair | null): App;
+}
+
+export type EngineName = 'uws' | 'node';
+export const ENGINE_CHOICES = ['auto', 'uws', 'node'] as const;
+export type EngineChoice = (typeof ENGINE_CHOICES)[number];
+
+/**
+ * One request, valid only while its handler runs: what is needed later is
+ * read before it returns. uWebSockets.js's own request object is one.
+ */
+export interface Request {
+  /** A header's value (the first line of that name), '' when absent; the name made by `headerName`. */
+  getHeader(name: ArrayBuffer): string;
+  /** Every header line, names in lower case, in order. */
+  forEach(cb: (name: string, value: string) => void): void;
+  /** The method in lower case. */
+  getMethod(): string;
+  getCaseSensitiveMethod(): string;
+  /** The target's path, raw (percent-encoding kept); bytes that are not UTF-8 read as U+FFFD. */
+  getUrl(): string;
+  /** The target's query after `?`, raw; undefined without `?`. */
+  getQuery(): string | undefined;
+}
+
+/** Answers one request, with its Exchange made by the engine. */
+export type Serve = (ex: Exchange, req: Request) => void;
+
+/** A path and what answers it: GET, HEAD (the same handler, no body) and any other method. */
+export interface Route {
+  readonly path: string;
+  readonly account: RouteAccount;
+  readonly get: Serve;
+  readonly head: Serve;
+  readonly other: Serve;
+}
+
+export interface Routes {
+  readonly paths: readonly Route[];
+  /** Every other path. */
+  readonly other: Route;
+  /**
+   * A request the engine's parser refused before any route saw it, where
+   * the engine lets the service answer (node): its answer, which closes the
+   * connection. `kind` says why.
+   */
+  refused(kind: Refusal): { head: Head; body: Uint8Array };
+}
+
+/** Why a parser refused a request: its head was over 64 KiB, its framing is invalid, or it is not HTTP/1.x. */
+export type Refusal = 'headTooLarge' | 'badFraming' | 'badRequest';
+
+/** A listening socket; closing it stops accepting, connections stay. */
+export interface ListenSocket {
+  readonly port: number;
+  close(): void;
+}
+
+/** The routes served on a port, plain or over TLS. */
+export interface App {
+  /**
+   * Listens on `port` (0: any free one). `exclusive`: no other socket may
+   * share the port; otherwise it is bound with SO_REUSEPORT, beside this
+   * process's other apps (a renewal's, other threads'). Null when the port
+   * cannot be had.
+   */
+  listen(host: string, port: number, exclusive: boolean): Promise<ListenSocket | null>;
+  /** Closes every connection the app accepted. */
+  close(): void;
+  /**
+   * Puts a renewed certificate in force for new connections, where the
+   * engine can do it in place; absent where a renewal needs a new app.
+   */
+  renew?(tls: TlsPair): void;
+}
+
+/** Names of request headers for `getHeader`, encoded once: uWebSockets.js reads bytes where they are, and converts a string on every call. */
+const names = new Map<ArrayBuffer, string>();
+export function headerName(name: string): ArrayBuffer {
+  const bytes = new TextEncoder().encode(name).buffer as ArrayBuffer;
+  names.set(bytes, name);
+  return bytes;
+}
+/** The text of a name made by `headerName`. */
+export const headerText = (name: ArrayBuffer): string => names.get(name)!;
+
+/** The request headers the service reads. */
+export const ACCEPT_ENCODING = headerName('accept-encoding');
+export const IF_NONE_MATCH = headerName('if-none-match');
+export const CONTENT_LENGTH = headerName('content-length');
+export const HOST = headerName('host');

@@ -1,0 +1,126 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Exchange, type RouteAccount } from '../exchange.js';
+import type { Head } from '../head.js';
+
+const HSTS = ['Strict-Transport-Security', 'max-age=31536000'] as const;
+
+/** The Date header's value, made once a second. */
+let dateSecond = -1;
+let dateText = '';
+export function httpDate(): string {
+  const s = Math.floor(Date.now() / 1000);
+  if (s !== dateSecond) {
+    dateSecond = s;
+    dateText = new Date(s * 1000).toUTCString();
+  }
+  return dateText;
+}
+
+/**
+ * An exchange on Node's http module, with uWebSockets.js's write model
+ * (exchange.ts). The head is written with the body's length, the Date and
+ * the lines in the order uWebSockets.js gives them, so that both engines
+ * send the same bytes (docs/operations.md, Where it runs).
+ *
+ * Node keeps a reference to what it is given until it is on the socket,
+ * and a body's bytes may be pooled and reused once its reader moves on: so
+ * one write at a time is outstanding, the socket "takes more" only once it
+ * is flushed, and the response is done only when its last byte is. At most
+ * one write (the sender's largest, 512 KB) is held per reader.
+ */
+export class NodeExchange extends Exchange {
+  private h: Head | null = null;
+  /** Body bytes handed to Node. */
+  private written = 0;
+  /** Writes handed to Node and not yet on the socket. */
+  private unflushed = 0;
+  private ended = false;
+  private more: (() => boolean) | null = null;
+  private readonly flushed = (err?: Error | null): void => {
+    this.unflushed--;
+    // A write that failed: the connection is gone, and its close says so.
+    if (err || this.aborted || this.unflushed > 0 || this.more === null) return;
+    this.more();
+  };
+
+  constructor(readonly req: IncomingMessage, readonly res: ServerResponse, head: boolean, secure: boolean, account: RouteAccount) {
+    super(head, secure, account);
+  }
+
+  protected watchAbort(aborted: () => void): void {
+    this.res.once('close', () => {
+      if (!this.res.writableFinished) aborted();
+    });
+  }
+
+  cork(write: () => void): void {
+    // Node corks a response's socket until the next tick by itself.
+    write();
+  }
+
+  writeHead(h: Head): void {
+    this.h = h;
+  }
+
+  /** Writes the head held by writeHead, with `last` after the Date (uWebSockets.js's order), `first` before it. */
+  private begin(first: readonly string[], last: readonly string[]): void {
+    const h = this.h!;
+    const lines = [...h.lines];
+    if (this.secure) lines.push(...HSTS);
+    lines.push(...first, 'Date', httpDate(), ...last);
+    this.res.writeHead(h.code, h.reason, lines);
+  }
+
+  tryEnd(chunk: Uint8Array, total: number): [boolean, boolean] {
+    if (this.unflushed > 0 || this.res.destroyed) return [false, false];
+    if (this.ended) return [true, true];
+    if (this.h !== null) {
+      this.begin([], ['Content-Length', String(total)]);
+      this.h = null;
+    }
+    this.unflushed++;
+    this.written += chunk.length;
+    if (this.written >= total) {
+      this.ended = true;
+      this.res.end(chunk, this.flushed);
+    } else {
+      this.res.write(chunk, this.flushed);
+    }
+    return [false, false];
+  }
+
+  writeOffset(): number {
+    return this.written;
+  }
+
+  onWritable(more: () => boolean): void {
+    this.more = more;
+  }
+
+  endHead(total: number): void {
+    this.begin(['Content-Length', String(total)], []);
+    this.res.end();
+  }
+
+  endEmpty(): void {
+    this.begin([], []);
+    this.res.end();
+  }
+
+  endAndClose(body: Uint8Array): void {
+    this.begin(['Connection', 'close'], ['Content-Length', String(body.length)]);
+    this.res.end(body);
+  }
+
+  close(): void {
+    this.res.destroy();
+  }
+
+  peer(): string {
+    return this.req.socket.remoteAddress ?? '';
+  }
+
+  holdsNothing(): boolean {
+    return this.unflushed === 0;
+  }
+}
