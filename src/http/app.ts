@@ -242,4 +242,4 @@ export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => App {
 }
 
 /** What the service answers to a request an engine's parser refused. */
-const REFUSALS = { headTooLarge: HTTP_FAILURES.headTooLarge, badFraming: HTTP_FAILURES.badFraming, badRequest: HTTP_FAILURES.badRequest } as const;
+const REFUSALS = { headTooLarge: HTTP_FAILURES.headTooLarge, badFraming: HTTP_FAILURES.badFraming, badTarget: HTTP_FAILURES.badTarget, badHost: HTTP_FAILURES.badHost, badRequest: HTTP_FAILURES.badRequest } as const;

@@ -67,8 +67,8 @@ export interface Routes {
   refused(kind: Refusal): { head: Head; body: Uint8Array };
 }
 
-/** Why a parser refused a request: its head was over 64 KiB, its framing is invalid, or it is not HTTP/1.x. */
-export type Refusal = 'headTooLarge' | 'badFraming' | 'badRequest';
+/** Why an engine refused a request: its head was over 64 KiB, its framing is invalid, its target has bytes outside ASCII, it has no Host, or it is not HTTP/1.x. */
+export type Refusal = 'headTooLarge' | 'badFraming' | 'badTarget' | 'badHost' | 'badRequest';
 
 /** A listening socket; closing it stops accepting, connections stay. */
 export interface ListenSocket {

@@ -244,6 +244,8 @@ export class Sender {
    */
   private sendRest(o: Outgoing, offset: number, deadline = Infinity): [boolean, boolean] {
     const ex = o.ex;
+    // The engine still holds bytes of the piece being sent (node): the next piece may not be asked for, nor the piece given back, before they are on the socket.
+    if (!ex.holdsNothing()) return [false, false];
     const stopAt = offset + SLICE_BYTES;
     try {
       for (;;) {

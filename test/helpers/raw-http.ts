@@ -18,6 +18,8 @@ export interface RawResponse {
 export class RawConnection {
   private pending = Buffer.alloc(0);
   private waiting: { resolve: (r: RawResponse) => void; reject: (e: Error) => void } | null = null;
+  /** The response being read answers a HEAD: it has no body, whatever its length says. */
+  private headOnly = false;
   private closed = false;
 
   private constructor(private readonly socket: Socket) {
@@ -42,8 +44,8 @@ export class RawConnection {
     });
   }
 
-  /** Sends one request; fails if no whole response arrives within `timeoutMs`. */
-  request(target: Buffer | string, method = 'GET', timeoutMs = 5000): Promise<RawResponse> {
+  /** Sends one request (with `headers`, lines that each end in CRLF); fails if no whole response arrives within `timeoutMs`. */
+  request(target: Buffer | string, method = 'GET', timeoutMs = 5000, headers = ''): Promise<RawResponse> {
     if (this.closed) return Promise.reject(new Error('the connection is closed'));
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -51,6 +53,7 @@ export class RawConnection {
         this.socket.destroy();
         reject(new Error(`no response within ${timeoutMs} ms`));
       }, timeoutMs);
+      this.headOnly = method === 'HEAD';
       this.waiting = {
         resolve: (r) => { clearTimeout(timer); resolve(r); },
         reject: (e) => { clearTimeout(timer); reject(e); },
@@ -58,7 +61,7 @@ export class RawConnection {
       this.socket.write(Buffer.concat([
         Buffer.from(`${method} `),
         typeof target === 'string' ? Buffer.from(target) : target,
-        Buffer.from(' HTTP/1.1\r\nHost: test\r\n\r\n'),
+        Buffer.from(` HTTP/1.1\r\nHost: test\r\n${headers}\r\n`),
       ]));
     });
   }
@@ -78,7 +81,7 @@ export class RawConnection {
       const colon = line.indexOf(':');
       headers.set(line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim());
     }
-    const length = Number(headers.get('content-length') ?? NaN);
+    const length = this.headOnly || status === 304 ? 0 : Number(headers.get('content-length') ?? NaN);
     if (!Number.isInteger(length)) {
       this.waiting.reject(new Error(`no Content-Length in: ${lines.join(' | ')}`));
       this.waiting = null;

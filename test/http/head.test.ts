@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import { head } from '../../src/http/head.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { RawConnection, type RawResponse } from '../helpers/raw-http.js';
-import { TEST_KEY, TEST_NOW_S, UNLIMITED, startTestServer, type TestServer } from '../helpers/server.js';
+import { TEST_KEY, TEST_NOW_S, UNLIMITED, startTestServer, testEngine, type TestServer } from '../helpers/server.js';
 
 /** Response heads written as one block of lines (src/http/head.ts). */
 const unit = suite('head');
@@ -53,6 +53,9 @@ function headOf(port: number, request: string): Promise<string[]> {
   });
 }
 
+/** uWebSockets.js marks each answer with a line of its own after the Date; the node engine writes none. */
+const MARK = testEngine().name === 'uws' ? ['uwebsockets'] : [];
+
 /** The names of the head's header lines, in order, lower case; each line must be `Name: value`. */
 function names(r: RawResponse): string[] {
   return r.lines.slice(1).map((line) => {
@@ -67,7 +70,7 @@ wire('a whole list: every header once, the service\'s lines then the server\'s, 
     const first = await c.request(`/api?key=${TEST_KEY}&type=http`);
     const again = await c.request(`/api?key=${TEST_KEY}&type=http`);
     assert.is(first.lines[0], 'HTTP/1.1 200 OK');
-    const expected = ['content-type', 'cache-control', 'vary', 'etag', 'snapshot-generated-at', 'list-cursor', 'x-content-type-options', 'date', 'uwebsockets', 'content-length'];
+    const expected = ['content-type', 'cache-control', 'vary', 'etag', 'snapshot-generated-at', 'list-cursor', 'x-content-type-options', 'date', ...MARK, 'content-length'];
     assert.equal(names(first), expected);
     assert.equal(names(again), expected);
     const noDate = (r: RawResponse) => r.lines.filter((l) => !l.startsWith('Date:'));
@@ -103,7 +106,7 @@ wire('errors: the catalogue\'s lines, Retry-After and the RateLimit fields of a 
   try {
     const missing = await c.request('/api?type=http');
     assert.is(missing.lines[0], 'HTTP/1.1 401 Unauthorized');
-    assert.equal(names(missing), ['content-type', 'cache-control', 'x-content-type-options', 'date', 'uwebsockets', 'content-length']);
+    assert.equal(names(missing), ['content-type', 'cache-control', 'x-content-type-options', 'date', ...MARK, 'content-length']);
     assert.is(missing.body.toString(), 'Error: Access key not provided');
     const ok = await c.request('/api?key=one-a-window&count=1');
     assert.is(ok.lines[0], 'HTTP/1.1 200 OK');

@@ -5,15 +5,17 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
-import { uwsBuild } from '../../src/http/uws/load.js';
+import { uwsBuild, uwsUnavailable } from '../../src/http/uws/load.js';
 import { exitWithin, freePort, runCli } from '../helpers/cli.js';
-import { TEST_KEY, TEST_NOW_S, eventually, tempDir, serverSuite } from '../helpers/server.js';
+import { TEST_KEY, TEST_NOW_S, eventually, tempDir, serverSuite, testEngine } from '../helpers/server.js';
 
 /** Known pitfalls of the dependencies that the core service touches. */
 const snapshot = encodeSnapshot(generateRecords({ records: 2000, seed: 5, now: TEST_NOW_S }), TEST_NOW_S);
 
 // A handler's error is planted in the main thread's store: one thread.
 const test = serverSuite('uWebSockets.js pitfalls', () => ({ snapshot, options: { threads: 1 } }));
+/** The pitfalls of a build of uWebSockets.js, where the tests run on it; the node engine has none of them. */
+const build = testEngine().name === 'uws' ? uwsBuild().label : 'node';
 
 test('an unexpected error inside a handler answers 500 without details, and the server keeps serving', async ({ t }) => {
   const store = t.server.feed.current!;
@@ -51,7 +53,7 @@ test('a request head that arrives in pieces is answered up to 4 KiB (v20.30: a l
   });
   assert.match(await send(`/api?key=${TEST_KEY}&count=1&_=${'a'.repeat(3500)}`, 3), /^HTTP\/1\.1 200 OK\r\n/);
   const pieced = await send(`/api?key=${TEST_KEY}&count=1&_=${'a'.repeat(5000)}`, 3);
-  if (uwsBuild().label.includes('v20.57')) assert.match(pieced, /^HTTP\/1\.1 200 OK\r\n/);
+  if (build === 'node' || build.includes('v20.57')) assert.match(pieced, /^HTTP\/1\.1 200 OK\r\n/);
   else assert.is(pieced, '');
   assert.match(await send(`/api?key=${TEST_KEY}&count=1&_=${'a'.repeat(8000)}`, 1), /^HTTP\/1\.1 200 OK\r\n/);
   assert.is((await t.api('count=1')).status, 200);
@@ -73,7 +75,8 @@ test('HTTP/1.0: v20.57 answers 505 at once; v20.30 leaves it unanswered (docs/op
     socket.on('error', reject);
     socket.write(`GET /api?key=${TEST_KEY}&count=1 HTTP/1.0\r\n\r\n`);
   });
-  if (uwsBuild().label.includes('v20.57')) assert.match(answer, /^HTTP\/1\.1 505 /);
+  if (build === 'node') assert.match(answer, /^HTTP\/1\.1 200 OK\r\n[^]*Connection: close\r\n[^]*\r\n\r\n[0-9.]+:\d+\n$/);
+  else if (build.includes('v20.57')) assert.match(answer, /^HTTP\/1\.1 505 /);
   else assert.is(answer, '');
   assert.is((await t.api('count=1')).status, 200);
 });
@@ -130,16 +133,48 @@ processes('a second instance on the same port fails to start with a clear messag
   }
 });
 
-processes('startup never runs on the slow fallback shim: v20.30 falling back to it is refused, v20.57 has none', async () => {
-  const child = runCli(['serve', '--snapshot', 'x', '--keys', 'y', '--port', '0'], { UWS_USE_FALLBACK: '1' });
+processes('startup never runs on the slow fallback shim: with --engine uws, v20.30 falling back to it is refused, v20.57 has none', async () => {
+  const child = runCli(['serve', '--snapshot', 'x', '--keys', 'y', '--port', '0', '--engine', 'uws'], { UWS_USE_FALLBACK: '1' });
   assert.is(await exitWithin(child, 10000), 1);
-  if (uwsBuild().label.includes('v20.57')) {
+  if (uwsUnavailable() === null && uwsBuild().label.includes('v20.57')) {
     // Loaded natively whatever UWS_USE_FALLBACK says: the start goes on, to the missing keys file.
     assert.match(child.stderr(), 'keys file');
   } else {
     assert.match(child.stderr(), 'its slow fallback is refused');
     assert.match(child.stderr(), 'UWS_USE_FALLBACK');
+    assert.is(child.stderr().trim().split('\n').length, 1, 'one line');
   }
+});
+
+processes('--engine auto: the node engine where no native build loads, saying why; a bad --engine gets one line and exit 2', async () => {
+  const dir = tempDir();
+  const snap = join(dir, 's.msgpack');
+  const keys = join(dir, 'k.json');
+  writeFileAtomic(snap, snapshot);
+  writeFileSync(keys, JSON.stringify({ keys: [] }));
+  const port = await freePort();
+  // v20.30 falls back to its shim with UWS_USE_FALLBACK, which is passed over; v20.57 loads natively anyway.
+  const child = runCli(['serve', '--snapshot', snap, '--keys', keys, '--port', port, '--host', '127.0.0.1', '--engine', 'auto'], { UWS_USE_FALLBACK: '1' });
+  try {
+    await eventually(() => child.stdout().includes('"event":"engine_selected"'), 10000, 'the engine_selected line');
+    const line = JSON.parse(child.stdout().split('\n').find((l) => l.includes('"event":"engine_selected"'))!) as { engine: string; build: string; passed_over: string[] };
+    const native = uwsUnavailable() === null && uwsBuild().label.includes('v20.57');
+    assert.is(line.engine, native ? 'uws' : 'node');
+    if (!native) {
+      assert.is(line.build, `node:http ${process.versions.node}`);
+      assert.ok(line.passed_over.some((r) => r.includes('UWS_USE_FALLBACK')), line.passed_over.join('; '));
+    }
+    await eventually(async () => (await fetch(`http://127.0.0.1:${port}/api?key=nope`).catch(() => null))?.status === 401, 10000, 'served');
+  } finally {
+    child.proc.kill('SIGTERM');
+    await exitWithin(child, 20000);
+  }
+  const bad = runCli(['serve', '--snapshot', snap, '--keys', keys, '--engine', 'fast']);
+  assert.is(await exitWithin(bad, 10000), 2);
+  assert.is(bad.stderr().trim(), 'proxylist: --engine must be one of auto, uws, node, not "fast"');
+  const badEnv = runCli(['serve', '--snapshot', snap, '--keys', keys], { PROXYLIST_ENGINE: 'uWS' });
+  assert.is(await exitWithin(badEnv, 10000), 2);
+  assert.match(badEnv.stderr(), '--engine must be one of auto, uws, node, not "uWS"');
 });
 
 processes.run();

@@ -16,6 +16,8 @@ import { NodeRequest } from './node-request.js';
  */
 const SERVER_OPTIONS = {
   maxHeaderSize: 64 * 1024,
+  // The service answers it, as the catalogue words it (below).
+  requireHostHeader: false,
   headersTimeout: 10_000,
   requestTimeout: 30_000,
   keepAliveTimeout: 10_000,
@@ -35,7 +37,16 @@ const REFUSALS: Record<string, Refusal> = {
   HPE_UNEXPECTED_CONTENT_LENGTH: 'badFraming',
   HPE_INVALID_CONTENT_LENGTH: 'badFraming',
   HPE_INVALID_TRANSFER_ENCODING: 'badFraming',
+  HPE_INVALID_URL: 'badTarget',
 };
+
+function hasHost(raw: string[]): boolean {
+  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === 4 && raw[i].toLowerCase() === 'host') return true;
+  return false;
+}
+
+/** An absolute-form target's scheme and authority (RFC 9112 3.2.2): served as the path it names. */
+const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
 
 /** The bytes of an answer written straight to the socket: its head, Connection: close, Date and the length, as uWebSockets.js orders them. */
 function closingAnswer(h: Head, body: Uint8Array): Buffer {
@@ -58,13 +69,21 @@ class NodeApp implements App {
       res.sendDate = false;
       // HTTP/1.1 keeps the connection without saying so, as uWebSockets.js; HTTP/1.0 gets Node's own Connection line.
       if (req.httpVersionMinor === 1) res.removeHeader('Connection');
-      const url = req.url!;
-      const q = url.indexOf('?');
-      const r = table.get(q < 0 ? url : url.slice(0, q)) ?? routes.other;
+      // RFC 9112 3.2: an HTTP/1.1 request without Host is refused, and the connection closed.
+      if (req.httpVersionMinor === 1 && !hasHost(req.rawHeaders)) {
+        const answer = routes.refused('badHost');
+        const ex = new NodeExchange(req, res, false, secure, routes.other.account);
+        ex.writeHead(answer.head);
+        return ex.endAndClose(answer.body);
+      }
+      let target = req.url!;
+      if (target.charCodeAt(0) !== 47 /* / */) target = target.replace(ABSOLUTE_FORM, '') || '/';
+      const q = target.indexOf('?');
+      const r = table.get(q < 0 ? target : target.slice(0, q)) ?? routes.other;
       const method = req.method;
       const head = method === 'HEAD';
       const serve: Serve = method === 'GET' ? r.get : head ? r.head : r.other;
-      serve(new NodeExchange(req, res, head, secure, r.account), new NodeRequest(req));
+      serve(new NodeExchange(req, res, head, secure, r.account), new NodeRequest(req, target, q));
     });
     // A request the parser refused gets the service's answer, then the connection closes.
     this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {

@@ -72,8 +72,10 @@ export class NodeExchange extends Exchange {
   }
 
   tryEnd(chunk: Uint8Array, total: number): [boolean, boolean] {
-    if (this.unflushed > 0 || this.res.destroyed) return [false, false];
+    if (this.unflushed > 0) return [false, false];
     if (this.ended) return [true, true];
+    // Gone: its close makes it aborted.
+    if (this.res.destroyed) return [false, false];
     if (this.h !== null) {
       this.begin([], ['Content-Length', String(total)]);
       this.h = null;

@@ -10,12 +10,8 @@ const asUtf8 = (s: string): string => (NOT_ASCII.test(s) ? Buffer.from(s, 'latin
 
 /** A request on Node's http module, read as uWebSockets.js reads one (engine.ts). */
 export class NodeRequest implements Request {
-  /** Where the query begins in the target, -1 without one. */
-  private readonly q: number;
-
-  constructor(private readonly req: IncomingMessage) {
-    this.q = req.url!.indexOf('?');
-  }
+  /** `target`: the request target in origin form; `q`: where its query begins, -1 without one. */
+  constructor(private readonly req: IncomingMessage, private readonly target: string, private readonly q: number) {}
 
   /** The first line of the name, as uWebSockets.js gives it (Node joins or drops repeated ones). */
   getHeader(name: ArrayBuffer): string {
@@ -41,10 +37,10 @@ export class NodeRequest implements Request {
   }
 
   getUrl(): string {
-    return asUtf8(this.q < 0 ? this.req.url! : this.req.url!.slice(0, this.q));
+    return asUtf8(this.q < 0 ? this.target : this.target.slice(0, this.q));
   }
 
   getQuery(): string | undefined {
-    return this.q < 0 ? undefined : asUtf8(this.req.url!.slice(this.q + 1));
+    return this.q < 0 ? undefined : asUtf8(this.target.slice(this.q + 1));
   }
 }
