@@ -5,7 +5,7 @@
  * once, with one line, on any other. Plain JavaScript, run before anything
  * is built.
  */
-const SUPPORTED = [20, 22, 24, 25];
+const SUPPORTED = [20, 22, 24, 26];
 
 /** The line to stop with on Node.js `version`, or null where it runs. */
 function unsupported(version) {

@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { CodedError } from '../../core/errors.js';
 import type * as UWS from 'uws-v20.57';
 
@@ -52,6 +54,25 @@ function reasonOf(err: unknown): string {
 }
 
 /**
+ * Why a build cannot load here without trying it, or null: the package is
+ * missing, or has no binary for this platform and Node's ABI. Loading such
+ * a build prints a warning of its own (v20.30) before its fallback.
+ */
+function binaryMissing(require: NodeJS.Require, name: string): string | null {
+  let dir: string;
+  try {
+    // The package's root: its main file's folder, or one above it that holds its package.json (its exports may hide that file from resolve).
+    dir = dirname(require.resolve(name));
+    while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  } catch {
+    return 'not installed';
+  }
+  const file = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
+  if (existsSync(join(dir, file)) || existsSync(join(dir, 'binaries', file))) return null;
+  return `no binary for Node ${process.versions.node} (ABI ${process.versions.modules}) on ${process.platform}-${process.arch}`;
+}
+
+/**
  * uWebSockets.js, from the first build that loads natively. A build that
  * falls back to its slow node:http shim (v20.30 does on a Node it has no
  * binary for, or with UWS_USE_FALLBACK set) is passed over: in that shim
@@ -64,6 +85,11 @@ export function loadUws(): typeof UWS {
   const require = createRequire(import.meta.url);
   const passedOver: string[] = [];
   for (const build of BUILDS) {
+    const missing = binaryMissing(require, build.name);
+    if (missing !== null) {
+      if (missing !== 'not installed' || build.name !== 'uWebSockets.js') passedOver.push(`${build.label}: ${missing}`);
+      continue;
+    }
     let uws: typeof UWS;
     try {
       uws = require(build.name) as typeof UWS;
