@@ -53,9 +53,9 @@ export function benchFiles(work: string, name: string, records: number): { snaps
   return { snapshot, keys };
 }
 
-/** The server (`cli`, this build's by default) with the default options on the server core, on loopback. */
-export function startServer(snapshot: string, keys: string, port: number, cli = CLI): ChildProcess {
-  return startPinned(process.execPath, [cli, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn']);
+/** The server (`cli`, this build's by default) with the default options and `extra` ones on the server core, on loopback. */
+export function startServer(snapshot: string, keys: string, port: number, cli = CLI, extra: string[] = []): ChildProcess {
+  return startPinned(process.execPath, [cli, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn', ...extra]);
 }
 
 export function writeBenchKeys(file: string): void {

@@ -80,12 +80,12 @@ test('Ctrl+C stops at once: no new connection is taken, and the process exits wi
 
 test('an unsupported Node.js is named in one line, with the supported ones', () => {
   const { unsupported, SUPPORTED } = createRequire(import.meta.url)('../../../scripts/check-node.cjs') as { unsupported(v: string): string | null; SUPPORTED: number[] };
-  assert.equal(SUPPORTED, [20, 22, 24, 25]);
+  assert.equal(SUPPORTED, [20, 22, 24, 26]);
   const engines = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { engines: { node: string } }).engines.node;
   assert.is(engines, SUPPORTED.map((v) => `^${v}.0.0`).join(' || '), 'package.json says the same');
-  for (const v of ['20.20.2', '22.1.0', '24.21.0', '25.0.0']) assert.is(unsupported(v), null, v);
-  assert.is(unsupported('23.11.1'), 'proxylist: Node.js 23.11.1 is not supported; use Node.js 20, 22, 24 or 25');
-  assert.is(unsupported('18.20.0'), 'proxylist: Node.js 18.20.0 is not supported; use Node.js 20, 22, 24 or 25');
+  for (const v of ['20.20.2', '22.1.0', '24.21.0', '26.10.0']) assert.is(unsupported(v), null, v);
+  assert.is(unsupported('25.0.0'), 'proxylist: Node.js 25.0.0 is not supported; use Node.js 20, 22, 24 or 26');
+  assert.is(unsupported('18.20.0'), 'proxylist: Node.js 18.20.0 is not supported; use Node.js 20, 22, 24 or 26');
   // The running one is supported: the command line answers.
   assert.is(runCliSync(['--version']).status, 0);
 });

@@ -1,4 +1,3 @@
-import { availableParallelism } from 'node:os';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite } from 'uvu';
@@ -8,7 +7,7 @@ import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js'
 import { exitWithin, freePorts, runCli, untilReady } from '../helpers/cli.js';
 import { haproxyConfig, startHaproxy } from '../helpers/haproxy.js';
 import { RedisServer } from '../../support/redis.js';
-import { eventually, tempDir } from '../helpers/server.js';
+import { defaultThreadsHere, eventually, tempDir, testEngine } from '../helpers/server.js';
 
 /**
  * Three instances behind haproxy with the configuration of deploy/ (its
@@ -71,7 +70,7 @@ test('SIGTERM to one instance under load: it drains, and no request is lost', as
       return res.status === 503;
     }, 10_000, 'draining');
     const { keys: keysHealth, ...rest } = health as { keys: { count: number; last_error: string | null } };
-    assert.equal(rest, { status: 'draining', threads: Number(process.env.PROXYLIST_THREADS ?? availableParallelism()), limiter: { kind: 'redis', mode: 'single', nodes: 1, up: true, fallback: 0, last_error: null } });
+    assert.equal(rest, { status: 'draining', engine: testEngine().name, threads: defaultThreadsHere(), limiter: { kind: 'redis', mode: 'single', nodes: 1, up: true, fallback: 0, last_error: null } });
     assert.equal([keysHealth.count, keysHealth.last_error], [1, null]);
     const code = await exitWithin(instances[0], 20_000);
     const drainedMs = performance.now() - stoppedAt;

@@ -1,4 +1,5 @@
 import { rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { suite, type Test } from 'uvu';
 import type { Clock } from '../../src/core/clock.js';
@@ -55,6 +56,8 @@ export const testThreads = (): number | undefined => (process.env.PROXYLIST_THRE
 export const testEngineChoice = (): EngineChoice => engineChoice(process.env.PROXYLIST_ENGINE);
 /** The engine that choice selects here, and its build. */
 export const testEngine = (): Engine => selectEngine(testEngineChoice()).engine;
+/** The serving threads of a server started as a command with the default: one per core, or one where the engine cannot share a port (docs/threads.md). */
+export const defaultThreadsHere = (): number => (testEngine().sharesPorts ? Number(process.env.PROXYLIST_THREADS ?? availableParallelism()) : 1);
 
 export async function startTestServer(o: TestServerSetup = {}): Promise<TestServer> {
   const dir = tempDir();

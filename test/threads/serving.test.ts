@@ -8,7 +8,7 @@ import { TYPES } from '../../src/core/vocabulary.js';
 import { exitWithin, freePort, runCli, runCliSync, untilReady } from '../helpers/cli.js';
 import { getFrom } from '../helpers/http-from.js';
 import { ManualClock } from '../helpers/manual-clock.js';
-import { TEST_NOW_S, eventually, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { TEST_NOW_S, eventually, startTestServer, tempDir, testEngine, type TestServer } from '../helpers/server.js';
 
 /**
  * Two serving threads in one process (docs/threads.md): connections spread
@@ -46,12 +46,15 @@ const byThread = async (t: TestServer): Promise<number[]> => {
 const statuses = async (n: number, one: (i: number) => Promise<{ status: number }>): Promise<number[]> => (await Promise.all(Array.from({ length: n }, (_, i) => one(i)))).map((r) => r.status);
 const count = (xs: number[], x: number) => xs.filter((y) => y === x).length;
 
-const test = suite<{ t: TestServer; clock: ManualClock }>('two serving threads');
-test.before(async (ctx) => {
+/** Threads share a port where the engine can bind so: uws, and the node engine from Node 22.12 on; elsewhere these are skipped, and one thread serves (the last test). */
+const sharing = testEngine().sharesPorts;
+const suiteOfTwo = suite<{ t: TestServer; clock: ManualClock }>('two serving threads');
+const test = sharing ? suiteOfTwo : suiteOfTwo.skip;
+suiteOfTwo.before(async (ctx) => {
   ctx.clock = new ManualClock(TEST_NOW_S * 1000, 1_000_000);
   ctx.t = await startTestServer({ snapshot: version(1, TEST_NOW_S), keys: KEYS, clock: ctx.clock, options: { threads: 2, trustProxy: ['127.0.0.1'], heldSliceMs: 0 } });
 });
-test.after((ctx) => ctx.t.close());
+suiteOfTwo.after((ctx) => ctx.t.close());
 
 test('both threads answer; /health says 2 threads; /metrics counts the responses of both', async ({ t }) => {
   const health = (await (await t.get('/health')).json()) as { threads: number; status: string };
@@ -158,9 +161,10 @@ test('held requests on both threads are answered by the next swap, with the new 
   }
 });
 
-test.run();
+suiteOfTwo.run();
 
 const processes = suite('a process of serving threads');
+const twoThreads = sharing ? processes : processes.skip;
 
 processes('bad values of --threads: one line, exit 2', () => {
   for (const bad of ['0', '257', 'two', '1.5', '-1']) {
@@ -174,7 +178,7 @@ processes('bad values of --threads: one line, exit 2', () => {
   assert.match(env.stderr, '--threads must be an integer from 1 to 256, not "0"');
 });
 
-processes('a store swapped out goes back in every thread when the next load starts: no reload holds three', async () => {
+twoThreads('a store swapped out goes back in every thread when the next load starts: no reload holds three', async () => {
   const dir = tempDir();
   const snapshot = join(dir, 'snapshot.msgpack');
   const keys = join(dir, 'keys.json');
@@ -208,7 +212,7 @@ processes('a store swapped out goes back in every thread when the next load star
   }
 });
 
-processes('a serving thread that dies ends the process: one line saying why, exit 1, no dump', async () => {
+twoThreads('a serving thread that dies ends the process: one line saying why, exit 1, no dump', async () => {
   const dir = tempDir();
   const snapshot = join(dir, 'snapshot.msgpack');
   const keys = join(dir, 'keys.json');
@@ -234,6 +238,25 @@ syncBuiltinESMExports();`);
   assert.is(died.length, 1, child.stdout());
   assert.match(died[0], 'planted failure in a serving thread');
   assert.not.match(child.stderr(), /Assertion failed|Native stack trace|Aborted/, 'no dump from Node');
+});
+
+processes('--threads 2 where the engine cannot share a port: one thread serves, and the start says so', async () => {
+  const dir = tempDir();
+  const snapshot = join(dir, 'snapshot.msgpack');
+  const keys = join(dir, 'keys.json');
+  writeFileAtomic(snapshot, version(4, Math.floor(Date.now() / 1000)));
+  writeFileSync(keys, JSON.stringify(KEYS), { mode: 0o600 });
+  const port = await freePort();
+  const child = runCli(['serve', '--snapshot', snapshot, '--keys', keys, '--port', port, '--host', '127.0.0.1', '--threads', '2', '--drain-s', '0']);
+  try {
+    await untilReady(port);
+    const health = JSON.parse((await getFrom('127.0.0.1', `http://127.0.0.1:${port}/health`)).body) as { threads: number; engine: string };
+    assert.is(health.threads, sharing ? 2 : 1);
+    assert.is(child.stdout().includes('"event":"threads_unavailable"'), !sharing, child.stdout());
+  } finally {
+    child.proc.kill('SIGKILL');
+    await child.exited;
+  }
 });
 
 processes.run();

@@ -1,0 +1,25 @@
+/**
+ * The node engine's ceiling: a bare node:http server that answers each path
+ * with a precomputed body of the same bytes and headers as the server's,
+ * the textbook way (writeHead, then end with the whole body). Nothing on
+ * Node's http module can answer faster.
+ * Usage: node node-ceiling.js BODIES_JSON PORT
+ *   BODIES_JSON: [{path, headers: [[name, value]], file}]
+ */
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+
+const [index, port] = process.argv.slice(2);
+const entries = JSON.parse(readFileSync(index, 'utf8')) as Array<{ path: string; headers: Array<[string, string]>; file: string }>;
+const answers = new Map(entries.map((e) => [e.path.slice(e.path.indexOf('?') + 1), { headers: e.headers.flat(), body: readFileSync(e.file) }]));
+
+createServer((req, res) => {
+  const url = req.url!;
+  const a = url.startsWith('/api?') ? answers.get(url.slice(5)) : undefined;
+  if (!a) {
+    res.writeHead(404).end();
+    return;
+  }
+  res.writeHead(200, [...a.headers, 'Content-Length', String(a.body.length)]);
+  res.end(a.body);
+}).listen(Number(port), '127.0.0.1', () => process.stdout.write('ready\n'));
