@@ -37,7 +37,7 @@ function badFraming(req: Request): boolean {
   });
   return bad;
 }
-/** The Host lines of a request: uWebSockets.js's getHeader reads only the first. */
+/** The Host lines of a request: getHeader reads only the first. */
 function hostLines(req: Request): number {
   let n = 0;
   req.forEach((name) => {

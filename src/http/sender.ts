@@ -25,7 +25,7 @@ class Outgoing {
 
   /**
    * Lets go of the body once it is released: the writable and abort
-   * handlers given to uWebSockets.js, which hold this, may outlive the
+   * handlers given to the engine, which hold this, may outlive the
    * response, and a body must not keep the store it was made from alive
    * (a store swapped out stayed in memory without this).
    */
