@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../support/ports.js';
 import { TestAuthority } from '../support/certificates.js';
-import { BENCH_KEY, benchFiles, captureBodies, median, probe, recordsOption, round2, sleep, startPinned, startServer, startWrk, stop, waitFor, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
+import { BENCH_KEY, benchFiles, captureBodies, median, probe, recordsOption, round2, sleep, startPinned, startServer, startWrk, stop, waitFor, waitHttps, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
 import { LATENCY_MIX, SMALL_MIX } from './mix.js';
 
 const quick = process.argv.includes('--quick');
@@ -35,6 +35,8 @@ const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const api = (q: string) => `/api?key=${BENCH_KEY}${q ? '&' + q : ''}`;
 const ENGINES = ['uws', 'node'] as const;
 type EngineName = (typeof ENGINES)[number];
+/** The ceilings answer with every header line the server sends but those their server writes itself: the same bytes. */
+const EVERY_HEADER = ['content-type', 'cache-control', 'vary', 'etag', 'snapshot-generated-at', 'list-cursor', 'content-disposition', 'content-encoding', 'x-content-type-options'];
 const CEILINGS: Record<EngineName, string> = { uws: here('./contenders/ceiling.js'), node: here('./contenders/node-ceiling.js') };
 
 const pick = (rs: WrkResult[]) => ({ ...rs.find((x) => x.rps === median(rs.map((y) => y.rps)))!, runs_rps: rs.map((x) => x.rps), runs_p99_ms: rs.map((x) => x.p99_ms) });
@@ -57,7 +59,7 @@ async function againstCeilings(id: string, mix: readonly string[], work: string,
         // The bytes the server answers now, for its ceiling.
         const dir = join(work, `bodies-${id}-${r}-${e}`);
         mkdirSync(dir, { recursive: true });
-        const { index } = await captureBodies(ports[e], paths, dir);
+        const { index } = await captureBodies(ports[e], paths, dir, {}, false, EVERY_HEADER);
         const ceiling = startPinned(process.execPath, [CEILINGS[e], index, String(ceilingPort)]);
         try {
           await waitFor(`http://127.0.0.1:${ceilingPort}${paths[0]}`, 60_000, (s) => s === 200);
@@ -134,7 +136,7 @@ async function https(work: string, snapshot: string, keys: string): Promise<Reco
   const o: WrkOptions = { https: true };
   const runs: Record<EngineName, WrkResult[]> = { uws: [], node: [] };
   try {
-    for (const e of ENGINES) await waitFor(`https://127.0.0.1:${ports[e]}/health`, 180_000, (s) => s === 200);
+    for (const e of ENGINES) await waitHttps(ports[e], '/health', work);
     for (const e of ENGINES) wrk(ports[e], paths, 2, work, o); // warm-up
     for (let r = 0; r < RUNS; r++) for (const e of ENGINES) runs[e].push(wrk(ports[e], paths, SECONDS, work, o));
   } finally {

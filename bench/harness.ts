@@ -217,9 +217,10 @@ const SERVED_HEADERS = ['content-type', 'cache-control', 'vary', 'content-dispos
 /**
  * Fetches `paths` from this server (with `requestHeaders`, such as an
  * Accept-Encoding), keeps each body in a file of `dir`, and writes the
- * index a ceiling reads; returns the captures and the index's path.
+ * index a ceiling reads (the headers of `served` it answers with); returns
+ * the captures and the index's path.
  */
-export async function captureBodies(port: number, paths: readonly string[], dir: string, requestHeaders: Record<string, string> = {}, https = false): Promise<{ captured: Captured[]; index: string }> {
+export async function captureBodies(port: number, paths: readonly string[], dir: string, requestHeaders: Record<string, string> = {}, https = false, served = SERVED_HEADERS): Promise<{ captured: Captured[]; index: string }> {
   const captured: Captured[] = [];
   for (const [i, path] of paths.entries()) {
     const body = await new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; bytes: Buffer }>((resolve, reject) => {
@@ -233,12 +234,27 @@ export async function captureBodies(port: number, paths: readonly string[], dir:
     if (body.status !== 200) throw new Error(`${path}: status ${body.status}`);
     const file = join(dir, `body-${i}`);
     writeFileSync(file, body.bytes);
-    const headers = SERVED_HEADERS.filter((h) => body.headers[h] !== undefined).map((h): [string, string] => [h, String(body.headers[h])]);
+    const headers = served.filter((h) => body.headers[h] !== undefined).map((h): [string, string] => [h, String(body.headers[h])]);
     captured.push({ path, headers, file, body: body.bytes });
   }
   const index = join(dir, 'ceiling.json');
   writeFileSync(index, JSON.stringify(captured.map(({ body: _body, ...c }) => c)));
   return { captured, index };
+}
+
+/** Waits until `path` answers 200 over HTTPS (the bench's own certificate is not checked), for 180 s at most. */
+export async function waitHttps(port: number, path: string, dir: string): Promise<void> {
+  const deadline = Date.now() + 180_000;
+  while (Date.now() < deadline) {
+    try {
+      const { captured } = await captureBodies(port, [path], dir, {}, true);
+      if (captured.length === 1) return;
+    } catch {
+      // not yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`https://127.0.0.1:${port} did not come up`);
 }
 
 /** One answer the prober timed: its path's index, when it was asked (ms since the prober began), how long it took, its body's bytes. */

@@ -17,7 +17,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TestAuthority } from '../support/certificates.js';
 import { freePorts } from '../support/ports.js';
-import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, option, recordsOption, round2, startPinned, stop, writeBenchKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
+import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, option, recordsOption, round2, startPinned, stop, waitHttps, writeBenchKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
 import { startNginx } from './contenders/nginx.js';
 import { SMALL_MIX } from './mix.js';
 
@@ -70,20 +70,6 @@ async function compare(w: Workload, a: { port: number }, startB: () => Promise<{
   return sides;
 }
 
-/** Waits until `path` answers 200 over HTTPS (the answer kept in `dir`). */
-async function waitHttps(port: number, path: string, dir: string): Promise<void> {
-  const deadline = Date.now() + 180_000;
-  while (Date.now() < deadline) {
-    try {
-      const { captured } = await captureBodies(port, [path], dir, {}, true);
-      if (captured.length === 1) return;
-    } catch {
-      // not yet
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`https://127.0.0.1:${port} did not come up`);
-}
 
 const work = mkdtempSync(join(tmpdir(), 'proxylist-tls-bench-'));
 try {

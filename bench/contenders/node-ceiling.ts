@@ -23,3 +23,5 @@ createServer((req, res) => {
   res.writeHead(200, [...a.headers, 'Content-Length', String(a.body.length)]);
   res.end(a.body);
 }).listen(Number(port), '127.0.0.1', () => process.stdout.write('ready\n'));
+// A profile (--cpu-prof) is written on a normal exit.
+process.on('SIGINT', () => process.exit(0));

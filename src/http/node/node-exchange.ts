@@ -2,7 +2,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Exchange, type RouteAccount } from '../exchange.js';
 import type { Head } from '../head.js';
 
-const HSTS = ['Strict-Transport-Security', 'max-age=31536000'] as const;
+const HSTS = ['Strict-Transport-Security', 'max-age=31536000'];
+const NONE: string[] = [];
+const DATE = 'Date';
+/**
+ * A body's last write up to this long is copied rather than held until it
+ * is on the socket: the copy costs less than keeping the response pending.
+ */
+const COPIED_BYTES = 16 * 1024;
 
 /** The Date header's value, made once a second. */
 let dateSecond = -1;
@@ -25,8 +32,9 @@ export function httpDate(): string {
  * Node keeps a reference to what it is given until it is on the socket,
  * and a body's bytes may be pooled and reused once its reader moves on: so
  * one write at a time is outstanding, the socket "takes more" only once it
- * is flushed, and the response is done only when its last byte is. At most
- * one write (the sender's largest, 512 KB) is held per reader.
+ * is flushed, and the response is done only when its last byte is, unless
+ * that last write is small enough to copy. At most one write (the sender's
+ * largest, 512 KB) is held per reader.
  */
 export class NodeExchange extends Exchange {
   private h: Head | null = null;
@@ -36,12 +44,16 @@ export class NodeExchange extends Exchange {
   private unflushed = 0;
   private ended = false;
   private more: (() => boolean) | null = null;
-  private readonly flushed = (err?: Error | null): void => {
-    this.unflushed--;
-    // A write that failed: the connection is gone, and its close says so.
-    if (err || this.aborted || this.unflushed > 0 || this.more === null) return;
-    this.more();
-  };
+  /** Made for the first write that is not copied: most answers never need it. */
+  private flushedHook: ((err?: Error | null) => void) | null = null;
+  private get flushed(): (err?: Error | null) => void {
+    return (this.flushedHook ??= (err) => {
+      this.unflushed--;
+      // A write that failed: the connection is gone, and its close says so.
+      if (err || this.aborted || this.unflushed > 0 || this.more === null) return;
+      this.more();
+    });
+  }
 
   constructor(readonly req: IncomingMessage, readonly res: ServerResponse, head: boolean, secure: boolean, account: RouteAccount) {
     super(head, secure, account);
@@ -65,9 +77,7 @@ export class NodeExchange extends Exchange {
   /** Writes the head held by writeHead, with `last` after the Date (uWebSockets.js's order), `first` before it. */
   private begin(first: readonly string[], last: readonly string[]): void {
     const h = this.h!;
-    const lines = [...h.lines];
-    if (this.secure) lines.push(...HSTS);
-    lines.push(...first, 'Date', httpDate(), ...last);
+    const lines = h.lines.concat(this.secure ? HSTS : NONE, first, DATE, httpDate(), last);
     this.res.writeHead(h.code, h.reason, lines);
   }
 
@@ -80,8 +90,14 @@ export class NodeExchange extends Exchange {
       this.begin([], ['Content-Length', String(total)]);
       this.h = null;
     }
-    this.unflushed++;
     this.written += chunk.length;
+    if (this.written >= total && chunk.length <= COPIED_BYTES) {
+      // A last write this small is copied: Node holds bytes of its own, and the response is done at once.
+      this.ended = true;
+      this.res.end(Buffer.from(chunk));
+      return [true, true];
+    }
+    this.unflushed++;
     if (this.written >= total) {
       this.ended = true;
       this.res.end(chunk, this.flushed);
