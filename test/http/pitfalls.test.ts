@@ -113,12 +113,18 @@ const processes = suite('process-level pitfalls');
 const loadsHere = uwsUnavailable() === null;
 const native = loadsHere && uwsBuild().label.includes('v20.57');
 
-processes('a second instance on the same port fails to start with a clear message', async () => {
+/** The test snapshot and an empty keys file in a folder of their own, for a server started as a command. */
+function serveFiles(): { snap: string; keys: string } {
   const dir = tempDir();
   const snap = join(dir, 's.msgpack');
   const keys = join(dir, 'k.json');
   writeFileAtomic(snap, snapshot);
   writeFileSync(keys, JSON.stringify({ keys: [] }));
+  return { snap, keys };
+}
+
+processes('a second instance on the same port fails to start with a clear message', async () => {
+  const { snap, keys } = serveFiles();
   const port = await freePort();
   const first = runCli(['serve', '--snapshot', snap, '--keys', keys, '--port', port, '--host', '127.0.0.1']);
   try {
@@ -151,11 +157,7 @@ processes('startup never runs on the slow fallback shim: with --engine uws, v20.
 });
 
 processes('--engine auto: the node engine where no native build loads, saying why; a bad --engine gets one line and exit 2', async () => {
-  const dir = tempDir();
-  const snap = join(dir, 's.msgpack');
-  const keys = join(dir, 'k.json');
-  writeFileAtomic(snap, snapshot);
-  writeFileSync(keys, JSON.stringify({ keys: [] }));
+  const { snap, keys } = serveFiles();
   const port = await freePort();
   // v20.30 falls back to its shim with UWS_USE_FALLBACK, which is passed over; v20.57 loads natively anyway.
   const child = runCli(['serve', '--snapshot', snap, '--keys', keys, '--port', port, '--host', '127.0.0.1', '--engine', 'auto'], { UWS_USE_FALLBACK: '1' });
