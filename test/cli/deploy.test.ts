@@ -9,6 +9,7 @@ import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js'
 import { TestAuthority } from '../../support/certificates.js';
 import { exitWithin, freePort, runCli } from '../helpers/cli.js';
 import { readRaw } from '../helpers/http-read.js';
+import { readAcrossRenewal } from '../helpers/renewal.js';
 import { eventually, tempDir } from '../helpers/server.js';
 
 /**
@@ -86,7 +87,7 @@ test('its command line and environment start a server that serves HTTPS with the
     assert.is(first.status, 200);
     assert.is(first.peer?.cn, 'first.localhost');
     deployHook(lineage(root, authority, 'renewed'), tlsDir);
-    await eventually(async () => (await readRaw(port, '/health', { tls })).peer?.cn === 'renewed.localhost', 8000, 'the renewed certificate');
+    await eventually(async () => (await readAcrossRenewal(port, '/health', { tls }))?.peer?.cn === 'renewed.localhost', 8000, 'the renewed certificate');
   } finally {
     child.proc.kill(settings('KillSignal')[0] as NodeJS.Signals);
   }
