@@ -10,10 +10,15 @@
  * - burst: small queries timed by a prober alone, then while 30 readers
  *   take the 70 MB JSON of 200,000 records: their p99 during the burst
  *   against their own without it, per engine;
- * - https: small answers over TLS, the node engine against the uws engine.
+ * - https: small answers over TLS, the node engine against the uws engine;
+ * - layers: where the node engine's time goes, on the small answers' bytes:
+ *   the service on the node engine (one thread), the node engine alone
+ *   (contenders/node-engine-bare.ts), and the bare node:http server without
+ *   and with a fixed busy work per request (`WORK_US`), which shows what a
+ *   few microseconds of a service's own work cost in throughput.
  * Servers and ceilings on core 0, wrk and the prober on core 1; the median
  * of 3 runs of 10 s (1 run of 4 s with --quick).
- * Run: npm run bench -- engines [--quick] [--records N] [--only small,mix,burst,https]
+ * Run: npm run bench -- engines [--quick] [--records N] [--only small,mix,burst,https,layers]
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -30,7 +35,7 @@ const SECONDS = quick ? 4 : 10;
 const RECORDS = recordsOption(100_000);
 const BURST = { records: 200_000, big: 'time=100000&get=json', readers: 30, small: ['type=http&count=100', 'get=json&country=us&count=50', 'type=socks5&anon=elite&count=20', 'get=json&pretty=0&works=90&count=200'] };
 const only = process.argv.indexOf('--only');
-const parts = only < 0 ? ['small', 'mix', 'burst', 'https'] : process.argv[only + 1].split(',');
+const parts = only < 0 ? ['small', 'mix', 'burst', 'https', 'layers'] : process.argv[only + 1].split(',');
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const api = (q: string) => `/api?key=${BENCH_KEY}${q ? '&' + q : ''}`;
 const ENGINES = ['uws', 'node'] as const;
@@ -38,6 +43,9 @@ type EngineName = (typeof ENGINES)[number];
 /** The ceilings answer with every header line the server sends but those their server writes itself: the same bytes. */
 const EVERY_HEADER = ['content-type', 'cache-control', 'vary', 'etag', 'snapshot-generated-at', 'list-cursor', 'content-disposition', 'content-encoding', 'x-content-type-options'];
 const CEILINGS: Record<EngineName, string> = { uws: here('./contenders/ceiling.js'), node: here('./contenders/node-ceiling.js') };
+const NODE_ENGINE_BARE = here('./contenders/node-engine-bare.js');
+/** Microseconds of busy work per request given to the bare node:http server, for the layers part. */
+const WORK_US = [2, 5, 10];
 
 const pick = (rs: WrkResult[]) => ({ ...rs.find((x) => x.rps === median(rs.map((y) => y.rps)))!, runs_rps: rs.map((x) => x.rps), runs_p99_ms: rs.map((x) => x.p99_ms) });
 const ratio = (a: number[], b: number[]) => round2(median(a) / median(b));
@@ -151,6 +159,46 @@ async function https(work: string, snapshot: string, keys: string): Promise<Reco
   return row;
 }
 
+/**
+ * The layers of the node engine's time on the small answers: the service,
+ * the engine alone and the bare server with and without busy work, all on
+ * the bytes the service answers, runs alternating; ratios to the bare server.
+ */
+async function layers(work: string, snapshot: string, keys: string): Promise<Record<string, unknown>> {
+  const paths = SMALL_MIX.map(api);
+  const [servicePort, enginePort, ...barePorts] = await freePorts(3 + WORK_US.length);
+  const ports: Record<string, number> = { service: servicePort, engine: enginePort, bare: barePorts[0] };
+  WORK_US.forEach((us, i) => (ports[`bare_work_${us}us`] = barePorts[i + 1]));
+  const server = startServer(snapshot, keys, servicePort, undefined, ['--engine', 'node', '--threads', '1']);
+  const others: ReturnType<typeof startPinned>[] = [];
+  const runs: Record<string, WrkResult[]> = Object.fromEntries(Object.keys(ports).map((k) => [k, []]));
+  try {
+    await waitFor(`http://127.0.0.1:${servicePort}/health`, 180_000, (s) => s === 200);
+    wrk(servicePort, paths, 2, work); // warm-up
+    const dir = join(work, 'bodies-layers');
+    mkdirSync(dir, { recursive: true });
+    const { index } = await captureBodies(servicePort, paths, dir, {}, false, EVERY_HEADER);
+    others.push(startPinned(process.execPath, [NODE_ENGINE_BARE, index, String(enginePort)]));
+    others.push(startPinned(process.execPath, [CEILINGS.node, index, String(ports.bare)]));
+    for (const us of WORK_US) others.push(startPinned(process.execPath, [CEILINGS.node, index, String(ports[`bare_work_${us}us`]), String(us)]));
+    for (const [name, port] of Object.entries(ports)) {
+      if (name !== 'service') await waitFor(`http://127.0.0.1:${port}${paths[0]}`, 60_000, (s) => s === 200);
+      if (name !== 'service') wrk(port, paths, 2, work); // warm-up
+    }
+    for (let r = 0; r < RUNS; r++) for (const [name, port] of Object.entries(ports)) runs[name].push(wrk(port, paths, SECONDS, work));
+  } finally {
+    await stop(server);
+    for (const o of others) await stop(o);
+  }
+  const rps = (k: string) => runs[k].map((x) => x.rps);
+  const row = {
+    ...Object.fromEntries(Object.keys(ports).map((k) => [k, pick(runs[k])])),
+    vs_bare_rps: Object.fromEntries(Object.keys(ports).map((k) => [k, { median: ratio(rps(k), rps('bare')), per_run: perRun(rps(k), rps('bare')) }])),
+  };
+  console.error(`[layers] ${JSON.stringify(row.vs_bare_rps)}`);
+  return row;
+}
+
 const work = mkdtempSync(join(tmpdir(), 'proxylist-engines-'));
 try {
   const doc: Record<string, unknown> = { date: new Date().toISOString(), cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, records: RECORDS, runs: RUNS, seconds: SECONDS };
@@ -160,6 +208,7 @@ try {
   if (parts.includes('mix')) doc.mix = await againstCeilings('mix', LATENCY_MIX, work, snapshot, keys);
   if (parts.includes('burst')) doc.burst = await burst(work);
   if (parts.includes('https')) doc.https = await https(work, snapshot, keys);
+  if (parts.includes('layers')) doc.layers = await layers(work, snapshot, keys);
   writeResult(quick ? 'engines-quick' : only >= 0 ? `engines-${process.argv[only + 1].replace(/,/g, '-')}` : 'engines', doc);
 } finally {
   rmSync(work, { recursive: true, force: true });

@@ -3,17 +3,24 @@
  * with a precomputed body of the same bytes and headers as the server's,
  * the textbook way (writeHead, then end with the whole body). Nothing on
  * Node's http module can answer faster.
- * Usage: node node-ceiling.js BODIES_JSON PORT
+ * Usage: node node-ceiling.js BODIES_JSON PORT [WORK_US]
  *   BODIES_JSON: [{path, headers: [[name, value]], file}]
+ *   WORK_US: microseconds of busy work before each answer, standing for
+ *   what a real service computes per request (0 by default)
  */
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 
-const [index, port] = process.argv.slice(2);
+const [index, port, workArg] = process.argv.slice(2);
+const workNs = BigInt(Math.round(Number(workArg ?? 0) * 1000));
 const entries = JSON.parse(readFileSync(index, 'utf8')) as Array<{ path: string; headers: Array<[string, string]>; file: string }>;
 const answers = new Map(entries.map((e) => [e.path.slice(e.path.indexOf('?') + 1), { headers: e.headers.flat(), body: readFileSync(e.file) }]));
 
 createServer((req, res) => {
+  if (workNs > 0n) {
+    const until = process.hrtime.bigint() + workNs;
+    while (process.hrtime.bigint() < until);
+  }
   const url = req.url!;
   const a = url.startsWith('/api?') ? answers.get(url.slice(5)) : undefined;
   if (!a) {
