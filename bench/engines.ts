@@ -182,8 +182,9 @@ async function layers(work: string, snapshot: string, keys: string): Promise<Rec
     others.push(startPinned(process.execPath, [CEILINGS.node, index, String(ports.bare)]));
     for (const us of WORK_US) others.push(startPinned(process.execPath, [CEILINGS.node, index, String(ports[`bare_work_${us}us`]), String(us)]));
     for (const [name, port] of Object.entries(ports)) {
-      if (name !== 'service') await waitFor(`http://127.0.0.1:${port}${paths[0]}`, 60_000, (s) => s === 200);
-      if (name !== 'service') wrk(port, paths, 2, work); // warm-up
+      if (name === 'service') continue;
+      await waitFor(`http://127.0.0.1:${port}${paths[0]}`, 60_000, (s) => s === 200);
+      wrk(port, paths, 2, work); // warm-up
     }
     for (let r = 0; r < RUNS; r++) for (const [name, port] of Object.entries(ports)) runs[name].push(wrk(port, paths, SECONDS, work));
   } finally {

@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { createLogger } from '../../src/core/log.js';
-import type { Route } from '../../src/http/engine.js';
+import type { Route, Serve } from '../../src/http/engine.js';
 import { head } from '../../src/http/head.js';
 import { nodeEngine } from '../../src/http/node/node-engine.js';
 import { Sender } from '../../src/http/sender.js';
@@ -22,18 +22,20 @@ const notFound = head('404 Not Found', []);
 const sender = new Sender(createLogger('warn'));
 const account = { answered: () => undefined };
 
+const nothing = new Uint8Array(0);
+const missing: Serve = (ex) => sender.bytes(ex, notFound, nothing);
 const route: Route = {
   path: '/api',
   account,
   get: (ex, req) => {
     const a = answers.get(req.getQuery() ?? '');
     if (a) sender.bytes(ex, a.head, a.body);
-    else sender.bytes(ex, notFound, new Uint8Array(0));
+    else missing(ex, req);
   },
-  head: (ex) => sender.bytes(ex, notFound, new Uint8Array(0)),
-  other: (ex) => sender.bytes(ex, notFound, new Uint8Array(0)),
+  head: missing,
+  other: missing,
 };
-const app = nodeEngine().app({ paths: [route], other: route, refused: () => ({ head: notFound, body: new Uint8Array(0) }) }, null);
+const app = nodeEngine().app({ paths: [route], other: route, refused: () => ({ head: notFound, body: nothing }) }, null);
 await app.listen('127.0.0.1', Number(port), true);
 process.stdout.write('ready\n');
 // A profile (--cpu-prof) is written on a normal exit.
