@@ -50,6 +50,10 @@ export interface ServeOptions {
   threads?: number;
   /** The HTTP engine: uWebSockets.js where a native build loads (`auto`), or one named (docs/operations.md, Where it runs). */
   engine?: EngineChoice;
+  /** A snapshot with more than this share of its records skipped is rejected whole (default 0.5). */
+  maxSkippedShare?: number;
+  /** The most requests with `wait` the process holds at once; past it, one is answered as if without `wait`. */
+  maxHeld?: number;
   /** Milliseconds a pass over held requests works per turn of the event loop (tests set 0: one group a turn). */
   heldSliceMs?: number;
   clock?: Clock;

@@ -19,6 +19,7 @@ import type { BodySources } from './bodies/sources.js';
 import type { ResponseCache } from './bodies/response-cache.js';
 import type { Waiters } from './http/waiters.js';
 import { selectEngine } from './http/engines.js';
+import { DEFAULT_MAX_HELD, HeldBudget } from './http/held-budget.js';
 import type { Selector } from './query/selection.js';
 import type { Turns } from './http/turns.js';
 import { DEFAULT_SNAPSHOT_MAX_MB, Origin } from './core/origin.js';
@@ -87,7 +88,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     ? new Origin(o.snapshot, snapshotPath, o.snapshotPollS ?? DEFAULT_SNAPSHOT_POLL_S, o.snapshotMaxBytes ?? DEFAULT_SNAPSHOT_MAX_MB * 1024 * 1024, { name: 'snapshot', maxBytesSaid: '--snapshot-max-mb' }, log)
     : null;
   const keysOrigin = isUrl(o.keys) ? new Origin(o.keys, keysPath, o.keysPollS ?? DEFAULT_KEYS_POLL_S, KEYS_FILE_MAX_BYTES, { name: 'keys', maxBytesSaid: 'MB' }, log) : null;
-  const feed = new SnapshotFeed(snapshotPath, clock, log, o.historyS ?? DEFAULT_HISTORY_S, o.follow, o.historyExactS ?? DEFAULT_HISTORY_EXACT_S);
+  const feed = new SnapshotFeed(snapshotPath, clock, log, o.historyS ?? DEFAULT_HISTORY_S, o.follow, o.historyExactS ?? DEFAULT_HISTORY_EXACT_S, o.maxSkippedShare);
   const keys = new KeysFeed(keysPath, keysOrigin?.url ?? keysPath, log, o.follow);
   let trustProxy: AddressSet;
   try {
@@ -102,6 +103,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     throw new CodedError('E_USAGE', `--metrics-allow: ${messageOf(err)}`);
   }
   const memory = new MemoryLimiter();
+  const held = new HeldBudget(o.maxHeld ?? DEFAULT_MAX_HELD);
   const redisUrl = o.limiter && o.limiter !== 'memory' ? o.limiter : null;
   if (redisUrl && o.state) throw new CodedError('E_USAGE', '--state cannot be used with --limiter redis://...: Redis keeps the usage');
   const redis = redisUrl
@@ -139,6 +141,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     operatorHosts: new Set(o.operatorHosts ?? []),
     accessLog: o.accessLog ?? false,
     heldSliceMs: o.heldSliceMs,
+    held,
     cacheBytes: Math.floor((o.cacheBytes ?? DEFAULT_CACHE_BYTES) / threadCount),
     bodiesBytes: Math.floor((o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES) / threadCount),
     tls: pair,
@@ -174,7 +177,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     port = await listener.start(o.port);
     // A serving thread logs at the level of the main thread's logger (one given to the server included).
     const { clock: _c, log: _l, follow: _f, ...plain } = { ...o, logLevel: log.level, engine: engine.name };
-    await others.start(threadCount - 1, { threads: threadCount, port, clock: clock.shared ?? null, options: plain, usage: memory.table.buffer, tls: pair && { cert: pair.cert, key: pair.key }, keys: keys.table.data, gate });
+    await others.start(threadCount - 1, { threads: threadCount, port, clock: clock.shared ?? null, options: plain, usage: memory.table.buffer, held: held.buffer, tls: pair && { cert: pair.cert, key: pair.key }, keys: keys.table.data, gate });
   } catch (err) {
     await others.kill();
     await keys.close();
@@ -212,7 +215,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       life.draining = true;
       const drainMs = drain ? (o.drainS ?? DEFAULT_DRAIN_S) * 1000 : 0;
       const othersStopped = others.stop(drainMs, DRAIN_LIMIT_MS);
-      serving.waiters.answerAll();
+      serving.beginDrain();
       if (drainMs > 0) {
         log.info({ event: 'draining', seconds: drainMs / 1000 }, 'draining: /health answers 503, requests are still served');
         await new Promise((r) => setTimeout(r, drainMs));

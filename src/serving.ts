@@ -13,6 +13,7 @@ import { BodySources } from './bodies/sources.js';
 import { ResponseCache } from './bodies/response-cache.js';
 import { Sender } from './http/sender.js';
 import { Waiters } from './http/waiters.js';
+import type { HeldBudget } from './http/held-budget.js';
 import { Answers } from './http/answer.js';
 import { Listener } from './http/listener.js';
 import { Selector } from './query/selection.js';
@@ -21,6 +22,13 @@ import { Tagger } from './query/etag.js';
 import { QueryMemo } from './query/query-memo.js';
 import { QueryScratch } from './query/scratch.js';
 import type { StoreFeed } from './snapshot/snapshot-feed.js';
+
+/**
+ * At the end of a drain, a connection with no request in progress is
+ * closed once it has been this quiet: a request its client sent just
+ * before the listener closed has arrived by then, and is answered.
+ */
+const QUIET_MS = 500;
 
 /** What one serving thread answers from, and how. */
 export interface ServingParts {
@@ -38,6 +46,8 @@ export interface ServingParts {
   operatorHosts: ReadonlySet<string>;
   accessLog: boolean;
   heldSliceMs?: number;
+  /** The places for requests held with `wait`, shared by every thread (--max-held). */
+  held: HeldBudget;
   /** This thread's share of the response cache and of the memory of bodies in flight. */
   cacheBytes: number;
   bodiesBytes: number;
@@ -65,7 +75,13 @@ export interface Serving {
   listener: Listener;
   /** Puts a renewed certificate pair in force for new connections: in place where the engine can, else with an app of its own that takes the port over. */
   renew(tls: TlsPair): Promise<void>;
-  /** Stops taking connections, then waits (up to `limitMs`) for the bodies in flight; held requests are answered first. */
+  /** From now on every answer closes its connection and says so; held requests are answered now (as unchanged). */
+  beginDrain(): void;
+  /**
+   * Stops taking connections, then waits (up to `limitMs`) for the bodies
+   * in flight and, where the engine tells, for every connection: those
+   * without a request in progress are closed once quiet for a moment.
+   */
   drain(limitMs: number): Promise<void>;
   /** Closes what is left: pending bodies and every app. */
   close(): void;
@@ -90,7 +106,7 @@ export function startServing(p: ServingParts): Serving {
   // Swapped-out snapshots' change sets go before the held requests are woken on the new one.
   p.feed.onSwap(() => selector.clear());
   const answers = new Answers(bodies, sender);
-  const waiters = new Waiters(p.clock, p.feed, queries, selector, answers, sender, p.log, p.heldSliceMs);
+  const waiters = new Waiters(p.clock, p.feed, queries, selector, answers, sender, p.log, p.held, p.heldSliceMs);
   const metrics = new Metrics(p.feed, p.keys, cache, bodies, selector, turns, sender, waiters, p.life, p.clock, p.thread);
   const makeApp = createAppMaker({
     engine: p.engine, clock: p.clock, feed: p.feed, keys: p.keys, limiter: p.limiter, trustProxy: p.trustProxy, queries, selector, turns, answers, waiters, sender, log: p.log, metrics,
@@ -115,11 +131,20 @@ export function startServing(p: ServingParts): Serving {
         throw new CodedError('E_TLS', `the TLS certificate and key make no TLS context (${messageOf(err)})`);
       }
     },
+    beginDrain() {
+      listener.drainApps();
+      waiters.answerAll();
+    },
     async drain(limitMs) {
       waiters.answerAll();
       listener.close();
       const deadline = Date.now() + limitMs;
-      while ((sender.pendingCount > 0 || bodies.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      for (;;) {
+        const open = listener.closeQuiet(QUIET_MS);
+        if (sender.pendingCount === 0 && bodies.inFlight === 0 && !open) break;
+        if (Date.now() >= deadline) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
     },
     close() {
       sender.abandonAll();

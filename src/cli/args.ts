@@ -29,6 +29,14 @@ export function integerOption(name: string, value: string | undefined, fallback:
   return n;
 }
 
+/** A share from 0 to 1 (`0.5`, `1`, `.25`). */
+export function shareOption(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const n = /^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$/.test(value) ? Number(value) : NaN;
+  if (!(n >= 0 && n <= 1)) throw new CodedError('E_USAGE', `--${name} must be a number from 0 to 1, not "${value}"`);
+  return n;
+}
+
 /** Node's parser explains itself at length: one line, for a person. */
 function parserMessage(message: string): string {
   const option = /'(--?[\w-]+)/.exec(message)?.[1] ?? 'an option';

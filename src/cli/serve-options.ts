@@ -4,10 +4,12 @@ import { DEFAULT_SNAPSHOT_MAX_MB } from '../core/origin.js';
 import { LOG_LEVELS } from '../core/log.js';
 import { DEFAULT_LIMITER_TIMEOUT_MS } from '../access/redis-limiter.js';
 import { parseLimiterUrl } from '../access/redis-topology.js';
-import { integerOption } from './args.js';
+import { integerOption, shareOption } from './args.js';
 import { MAX_THREADS, defaultThreads } from '../options.js';
 import { engineChoice } from '../http/engines.js';
+import { DEFAULT_MAX_HELD } from '../http/held-budget.js';
 import { DEFAULT_HISTORY_EXACT_S, DEFAULT_HISTORY_S } from '../snapshot/snapshot-feed.js';
+import { DEFAULT_MAX_SKIPPED_SHARE } from '../snapshot/decode.js';
 import { DEFAULT_CACHE_BYTES, DEFAULT_DRAIN_S, DEFAULT_KEYS_POLL_S, DEFAULT_METRICS_ALLOW, DEFAULT_SNAPSHOT_POLL_S, DEFAULT_WHOLE_BODIES_BYTES, type ServeOptions } from '../server.js';
 
 /**
@@ -82,12 +84,14 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     },
   },
   { name: 'snapshot-max-mb', value: 'N', shown: String(DEFAULT_SNAPSHOT_MAX_MB), help: 'the largest snapshot downloaded from an http(s) origin; a larger one is cut off and the one in force stays', apply: (o, raw) => (o.snapshotMaxBytes = integerOption('snapshot-max-mb', raw, DEFAULT_SNAPSHOT_MAX_MB, 1, 65536) * MB) },
+  { name: 'max-skipped-share', value: 'X', shown: String(DEFAULT_MAX_SKIPPED_SHARE), help: 'a snapshot with more than this share of its records invalid (0 to 1) is rejected whole, and the one in force stays', apply: (o, raw) => (o.maxSkippedShare = shareOption('max-skipped-share', raw, DEFAULT_MAX_SKIPPED_SHARE)) },
   { name: 'snapshot-poll-s', value: 'N', shown: String(DEFAULT_SNAPSHOT_POLL_S), help: 'seconds between conditional GETs of an http(s) snapshot', apply: (o, raw) => (o.snapshotPollS = integerOption('snapshot-poll-s', raw, DEFAULT_SNAPSHOT_POLL_S, 1, 3600)) },
   { name: 'history-s', value: 'N', shown: String(DEFAULT_HISTORY_S), help: 'seconds of snapshots remembered for change sets (since=); an older cursor gets a reset', apply: (o, raw) => (o.historyS = integerOption('history-s', raw, DEFAULT_HISTORY_S, 0, 7 * 86400)) },
   { name: 'history-exact-s', value: 'N', shown: String(DEFAULT_HISTORY_EXACT_S), help: 'seconds of cursors whose change sets are exact for any selection; an older cursor may get a wider one', apply: (o, raw) => (o.historyExactS = integerOption('history-exact-s', raw, DEFAULT_HISTORY_EXACT_S, 0, 7 * 86400)) },
   { name: 'keys-poll-s', value: 'N', shown: String(DEFAULT_KEYS_POLL_S), help: 'seconds between conditional GETs of an http(s) keys file: a key revoked there is refused within this and a second', apply: (o, raw) => (o.keysPollS = integerOption('keys-poll-s', raw, DEFAULT_KEYS_POLL_S, 1, 3600)) },
   { name: 'threads', value: 'N', shown: 'the cores it may run on', help: `serving threads, each with an app on the port, all answering from one store with limits shared exactly (1 to ${MAX_THREADS})`, apply: (o, raw) => (o.threads = integerOption('threads', raw, defaultThreads(), 1, MAX_THREADS)) },
   { name: 'engine', value: 'auto|uws|node', shown: 'auto', help: 'the HTTP engine: uWebSockets.js where a native build loads (auto), or Node\'s own http module (node), which runs on every Node.js and C library', apply: (o, raw) => (o.engine = engineChoice(raw)) },
+  { name: 'max-held', value: 'N', shown: String(DEFAULT_MAX_HELD), help: 'requests with wait held at once by the whole process; past it, one is answered at once as if without wait (each costs a few KB)', apply: (o, raw) => (o.maxHeld = integerOption('max-held', raw, DEFAULT_MAX_HELD, 0, 10_000_000)) },
   { name: 'drain-s', value: 'N', shown: String(DEFAULT_DRAIN_S), help: 'seconds requests are still served after SIGTERM, while /health answers 503 draining', apply: (o, raw) => (o.drainS = integerOption('drain-s', raw, DEFAULT_DRAIN_S, 0, 3600)) },
 ];
 

@@ -2,13 +2,13 @@ import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { writeFileAtomic } from '../core/atomic-write.js';
 import { CodedError } from '../core/errors.js';
-import { loadSnapshotFile } from '../snapshot/decode.js';
+import { DEFAULT_MAX_SKIPPED_SHARE, loadSnapshotFile } from '../snapshot/decode.js';
 import { ANONS, TYPES } from '../core/vocabulary.js';
 import { generateSnapshot } from '../snapshot/generate.js';
-import { integerOption, parseOptions, printedHelp } from './args.js';
+import { integerOption, parseOptions, printedHelp, shareOption } from './args.js';
 
 export const SNAPSHOT_USAGE = `proxylist snapshot generate --records N --out FILE [options]   a realistic test snapshot
-proxylist snapshot inspect FILE                                what the server would load, or why not`;
+proxylist snapshot inspect FILE [--max-skipped-share X]        what the server would load, or why not`;
 
 const HELP: Record<string, string> = {
   generate: `usage: proxylist snapshot generate --records N --out FILE [options]
@@ -16,8 +16,9 @@ const HELP: Record<string, string> = {
   --out FILE    where to write it (replaced in one rename)
   --seed S      the random seed (default 1): the same seed gives the same bytes
   --now UNIX    the check times end here (default: now)`,
-  inspect: `usage: proxylist snapshot inspect FILE
-  FILE          the snapshot; exits 1 with the reason when the server would reject it`,
+  inspect: `usage: proxylist snapshot inspect FILE [--max-skipped-share X]
+  FILE                   the snapshot; exits 1 with the reason when the server would reject it
+  --max-skipped-share X  as the server's (default ${DEFAULT_MAX_SKIPPED_SHARE}): more invalid records than this share reject the file`,
 };
 
 function generate(args: string[]): void {
@@ -40,9 +41,9 @@ function generate(args: string[]): void {
 
 /** The checker's pre-publish check: exits non-zero when the server would reject the file. */
 function inspect(args: string[]): void {
-  const { positionals } = parseOptions(args, {}, true);
-  if (positionals.length !== 1) throw new CodedError('E_USAGE', 'usage: proxylist snapshot inspect FILE');
-  const { columns, meta } = loadSnapshotFile(positionals[0]);
+  const { positionals, values } = parseOptions(args, { 'max-skipped-share': { type: 'string' } }, true);
+  if (positionals.length !== 1) throw new CodedError('E_USAGE', 'usage: proxylist snapshot inspect FILE [--max-skipped-share X]');
+  const { columns, meta } = loadSnapshotFile(positionals[0], undefined, shareOption('max-skipped-share', values['max-skipped-share'], DEFAULT_MAX_SKIPPED_SHARE));
   const tally = (codes: ArrayLike<number>, names: readonly string[]): Record<string, number> => {
     const counts: Record<string, number> = Object.fromEntries(names.map((n) => [n, 0]));
     for (let i = 0; i < columns.rows; i++) counts[names[codes[i]]]++;
@@ -56,7 +57,8 @@ function inspect(args: string[]): void {
     records: columns.rows,
     skipped: meta.skipped,
     duplicates_dropped: meta.duplicates,
-    skip_reasons: meta.skipReasons,
+    skip_reasons: meta.skipCounts,
+    first_skipped: meta.skipReasons,
     by_type: tally(columns.type, TYPES),
     by_anon: tally(columns.anon, ANONS),
     by_country: Object.fromEntries(byCountry),

@@ -110,11 +110,12 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: Request) =>
     const selection = deps.selector.select(store, parsed.plan, nowMs, end);
     const encoding = codings.negotiate(headers.acceptEncoding);
     if (headers.ifNoneMatch !== '' && ifNoneMatch(headers.ifNoneMatch, selection.etag)) {
-      if (selection.plan.wait !== null) return deps.waiters.hold(ex, memo, selection, encoding, rate);
+      // Past --max-held, a request with `wait` is answered as if it had none.
+      if (selection.plan.wait !== null && deps.waiters.hold(ex, memo, selection, encoding, rate)) return;
       return deps.answers.notModified(ex, selection.plan, validators(selection, rate));
     }
     // A change set with `wait` is held while it is empty (docs/api.md, Keeping a list).
-    if (selection.changes !== null && selection.plan.wait !== null && isEmpty(selection.changes)) return deps.waiters.holdChanges(ex, memo, selection, encoding, rate);
+    if (selection.changes !== null && selection.plan.wait !== null && isEmpty(selection.changes) && deps.waiters.holdChanges(ex, memo, selection, encoding, rate)) return;
     deps.answers.ok(ex, selection, encoding, rate);
   };
 

@@ -6,13 +6,13 @@ import { createApiHandler, targetTooLong, type ApiDeps } from './api.js';
 import { clientOf, operatorHost, validHost } from './client-address.js';
 import type { Exchange, RouteAccount } from './exchange.js';
 import { HTTP_FAILURES, type HttpFailure } from './failures.js';
-import { head } from './head.js';
+import { head, type Headers } from './head.js';
 import { publicHealth } from './health.js';
 import { Pages } from './pages.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { TlsPair } from './tls-pair.js';
 import { usageReport } from './usage.js';
-import { ACCEPT_ENCODING, CONTENT_LENGTH, HOST, IF_NONE_MATCH, type App, type Engine, type Request, type Refusal, type Route, type Serve } from './engine.js';
+import { ACCEPT_ENCODING, CONTENT_LENGTH, EXPECT, HOST, IF_NONE_MATCH, type App, type Engine, type Request, type Refusal, type Route, type Serve } from './engine.js';
 
 type Handler = (ex: Exchange, req: Request) => void;
 
@@ -37,6 +37,8 @@ function badFraming(req: Request): boolean {
   });
   return bad;
 }
+/** An Expect the service cannot meet (RFC 9110 10.1.1): anything but 100-continue. */
+const expectsMore = (expect: string): boolean => expect !== '' && expect.toLowerCase() !== '100-continue';
 /** The Host lines of a request: getHeader reads only the first. */
 function hostLines(req: Request): number {
   let n = 0;
@@ -45,6 +47,8 @@ function hostLines(req: Request): number {
   });
   return n;
 }
+/** The methods every path answers, which a 405 names. */
+const ALLOW: Headers = [['Allow', 'GET, HEAD']];
 const JSON_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-store']] as const;
 const HEALTHY = head('200 OK', JSON_HEADERS);
 const UNHEALTHY = head('503 Service Unavailable', JSON_HEADERS);
@@ -116,6 +120,7 @@ export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => App {
         hostSeen = host;
       }
       if (countHosts && hostLines(req) > 1) return sender.errorAndClose(ex, HTTP_FAILURES.badHost);
+      if (checkExpect && expectsMore(req.getHeader(EXPECT))) return sender.errorAndClose(ex, HTTP_FAILURES.expectationFailed);
       handler(ex, req);
       if (!ex.answered && !ex.later) throw new Error('the handler returned without an answer');
     } catch (err) {
@@ -144,6 +149,7 @@ export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => App {
   let hostSeen = '';
   /** Two Host lines reach the handlers of a build that does not refuse them itself. */
   const countHosts = !deps.engine.refusesBadHeads;
+  const checkExpect = !deps.engine.refusesExpectations;
   const condemn = (peer: string): void => {
     condemned = peer;
     setImmediate(() => (condemned = null));
@@ -208,7 +214,7 @@ export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => App {
   const openapi: Handler = (ex) => sender.bytes(ex, OPENAPI_HEAD, OPENAPI);
   const notAllowed: Handler = (ex, req) => {
     if (targetTooLong(req.getUrl(), req.getQuery())) return sender.error(ex, HTTP_FAILURES.uriTooLong);
-    sender.error(ex, HTTP_FAILURES.methodNotAllowed, [['Allow', 'GET, HEAD']]);
+    sender.error(ex, HTTP_FAILURES.methodNotAllowed, ALLOW);
   };
   const notFound: Handler = (ex, req) => {
     if (targetTooLong(req.getUrl(), req.getQuery())) return sender.error(ex, HTTP_FAILURES.uriTooLong);
@@ -235,11 +241,20 @@ export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => App {
     })(),
     refused: (kind: Refusal) => {
       const failure = REFUSALS[kind];
-      return { head: sender.errorHeadOf(failure), body: Buffer.from(`Error: ${failure.message}`) };
+      return { head: sender.errorHeadOf(failure, kind === 'method' ? ALLOW : []), body: Buffer.from(`Error: ${failure.message}`) };
     },
   };
   return (tls) => deps.engine.app(routes, tls);
 }
 
 /** What the service answers to a request an engine's parser refused. */
-const REFUSALS = { headTooLarge: HTTP_FAILURES.headTooLarge, badFraming: HTTP_FAILURES.badFraming, badTarget: HTTP_FAILURES.badTarget, badHost: HTTP_FAILURES.badHost, badRequest: HTTP_FAILURES.badRequest } as const;
+const REFUSALS: Record<Refusal, HttpFailure> = {
+  headTooLarge: HTTP_FAILURES.headTooLarge,
+  headLines: HTTP_FAILURES.headLines,
+  badFraming: HTTP_FAILURES.badFraming,
+  badTarget: HTTP_FAILURES.badTarget,
+  badHost: HTTP_FAILURES.badHost,
+  badRequest: HTTP_FAILURES.badRequest,
+  expectation: HTTP_FAILURES.expectationFailed,
+  method: HTTP_FAILURES.methodNotAllowed,
+};

@@ -15,6 +15,8 @@ export interface Engine {
   readonly build: string;
   /** The engine answers 400 itself to two Host lines (the service must count them otherwise). */
   readonly refusesBadHeads: boolean;
+  /** The engine answers an Expect other than 100-continue itself (through `Routes.refused`): the service need not look. */
+  readonly refusesExpectations: boolean;
   /** Several threads of one process can listen on one port. */
   readonly sharesPorts: boolean;
   /** An app that serves `routes`: plain HTTP, or HTTPS with a certificate pair. */
@@ -67,13 +69,29 @@ export interface Routes {
   refused(kind: Refusal): { head: Head; body: Uint8Array };
 }
 
-/** Why an engine refused a request: its head was over 64 KiB, its framing is invalid, its target has bytes outside ASCII, it has no Host, or it is not HTTP/1.x. */
-export type Refusal = 'headTooLarge' | 'badFraming' | 'badTarget' | 'badHost' | 'badRequest';
+/**
+ * Why an engine refused a request: its head was over 64 KiB or had over
+ * 1,000 header lines, its framing is invalid, its target has bytes outside
+ * ASCII, it has no Host, it is not HTTP/1.x, it expects what the service
+ * does not do (Expect), or its method is CONNECT.
+ */
+export type Refusal = 'headTooLarge' | 'headLines' | 'badFraming' | 'badTarget' | 'badHost' | 'badRequest' | 'expectation' | 'method';
+
+/** The largest request head taken (docs/api.md, Errors): request line and headers. */
+export const MAX_HEAD_BYTES = 64 * 1024;
+/** The most header lines a request head may have. */
+export const MAX_HEADER_LINES = 1000;
 
 /** A listening socket; closing it stops accepting, connections stay. */
 export interface ListenSocket {
   readonly port: number;
   close(): void;
+  /**
+   * Pauses or resumes accepting without closing the socket, where the
+   * engine needs that: closing would also stop what enforces its timeouts.
+   * A connection that comes while paused is closed at once.
+   */
+  accepting?(on: boolean): void;
 }
 
 /** The routes served on a port, plain or over TLS. */
@@ -87,6 +105,15 @@ export interface App {
   listen(host: string, port: number, exclusive: boolean): Promise<ListenSocket | null>;
   /** Closes every connection the app accepted. */
   close(): void;
+  /** From now on every answer closes its connection, and says so (`Connection: close`): the service drains. */
+  drain(): void;
+  /**
+   * Closes the connections that have no request in progress and have been
+   * quiet for `quietMs` (accepted, or their last request arrived, before
+   * that); returns how many are still open, or null where the engine
+   * cannot tell.
+   */
+  closeQuiet(quietMs: number): number | null;
   /**
    * Puts a renewed certificate in force for new connections, where the
    * engine can do it in place; absent where a renewal needs a new app.
@@ -109,3 +136,4 @@ export const ACCEPT_ENCODING = headerName('accept-encoding');
 export const IF_NONE_MATCH = headerName('if-none-match');
 export const CONTENT_LENGTH = headerName('content-length');
 export const HOST = headerName('host');
+export const EXPECT = headerName('expect');

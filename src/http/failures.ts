@@ -33,6 +33,10 @@ export const HTTP_FAILURES = {
   badHost: { status: '400 Bad Request', message: 'Invalid Host header: give one, with a name, an IPv4 address or a bracketed IPv6 address, and an optional port' },
   /** A request head over 64 KiB, refused by the parser of the node engine (uWebSockets.js answers its own 431). */
   headTooLarge: { status: '431 Request Header Fields Too Large', message: 'Request head too large: at most 64 KiB of request line and headers' },
+  /** A request head of over 1,000 header lines, refused by the node engine (uWebSockets.js has limits of its own, docs/operations.md). */
+  headLines: { status: '431 Request Header Fields Too Large', message: 'Request head has too many lines: at most 1,000 header lines' },
+  /** An Expect other than 100-continue (RFC 9110 10.1.1); the connection is closed after it. */
+  expectationFailed: { status: '417 Expectation Failed', message: 'Expectation failed: only Expect: 100-continue is understood' },
   /** A request target with raw bytes outside ASCII (RFC 9112 3.2), refused by the parser of the node engine; uWebSockets.js reads them as UTF-8. */
   badTarget: { status: '400 Bad Request', message: 'Invalid request target: percent-encode bytes outside ASCII (RFC 3986)' },
   /** A request that is not HTTP/1.x, refused by the parser of the node engine. */

@@ -48,6 +48,7 @@ export function healthReport(feed: StoreFeed, keys: KeysInForce, life: Lifecycle
         loaded_at: formatIsoOffset(store.source.loadedAtMs),
         records: store.rows,
         skipped: store.meta.skipped,
+        skip_reasons: store.meta.skipCounts,
         file: store.source.file,
       },
       reloads,

@@ -40,14 +40,22 @@ function countDescriptors(): { open: number; limit: number } | null {
  * (docs/operations.md, Memory, hostile clients and secrets). Once no descriptor is left, the accept of
  * uWebSockets.js fails and is woken again at once: the process would spin
  * and say nothing (Node's resets each new connection instead). So the descriptors in use are counted, and close to the
- * limit the socket stops listening (new connections are refused) until
- * enough are free again, with one log line each way, as nginx does. A
+ * limit accepting pauses until enough are free again, with one log line
+ * each way, as nginx does: uWebSockets.js stops listening (new connections
+ * are refused), the node engine closes each new connection at once, since
+ * closing its server would stop the timer of its head and request
+ * timeouts. Every timeout goes on while paused, so that an attacker's
+ * connections close and the service answers again within seconds. A
  * margin stays for the service's own files (a snapshot to load).
  */
 export class Listener {
   /** Times accepting was paused for want of descriptors. */
   pauses = 0;
   private token: ListenSocket | null = null;
+  /** Accepting is paused for want of descriptors. */
+  private pausedNow = false;
+  private resuming = false;
+  private draining = false;
   private checker: NodeJS.Timeout | null = null;
   private closed = false;
   private port = 0;
@@ -71,7 +79,7 @@ export class Listener {
   constructor(private app: App, private readonly host: string, private readonly log: Logger, private readonly renewable = false) {}
 
   get paused(): boolean {
-    return this.token === null && !this.closed;
+    return this.pausedNow && !this.closed;
   }
 
   /** Listens on `port` (0: any free one); resolves with the port. */
@@ -101,14 +109,38 @@ export class Listener {
   /** Stops or starts accepting as the thread that counts the descriptors says. */
   async follow(paused: boolean): Promise<void> {
     if (this.closed) return;
-    if (paused && this.token) {
-      this.token.close();
-      this.token = null;
-    } else if (!paused && !this.token) {
-      const token = await this.listen(this.port);
-      if (this.closed) return token.close();
-      this.token = token;
+    if (paused) this.pause();
+    else await this.resume();
+  }
+
+  /**
+   * Stops accepting: in place where the engine can (its timeouts go on
+   * running), else by closing the listening socket.
+   */
+  private pause(): void {
+    if (this.pausedNow) return;
+    this.pausedNow = true;
+    if (this.token?.accepting) return this.token.accepting(false);
+    this.token?.close();
+    this.token = null;
+  }
+
+  /** Accepts again; throws when the port cannot be had again (tried at the next check). */
+  private async resume(): Promise<void> {
+    if (!this.pausedNow || this.resuming) return;
+    if (this.token) {
+      this.token.accepting?.(true);
+    } else {
+      this.resuming = true;
+      try {
+        const token = await this.listen(this.port);
+        if (this.closed) return token.close();
+        this.token = token;
+      } finally {
+        this.resuming = false;
+      }
     }
+    this.pausedNow = false;
   }
 
   /**
@@ -121,14 +153,32 @@ export class Listener {
    */
   async replace(app: App): Promise<void> {
     if (this.closed) throw new Error('the listener is closed');
-    // Paused for want of descriptors: the next listen is the new app's.
+    // Paused for want of descriptors, with the socket closed: the next listen is the new app's.
     const token = this.token ? await this.listen(this.port, false, app) : null;
     this.retired.push(this.app);
     this.app = app;
+    if (this.draining) app.drain();
     if (!token) return;
+    if (this.pausedNow) token.accepting?.(false);
     const previous = this.token;
     this.token = token;
     if (previous) setImmediate(() => previous.close());
+  }
+
+  /** Every answer of every app closes its connection from now on (the start of a drain). */
+  drainApps(): void {
+    this.draining = true;
+    for (const app of [...this.retired, this.app]) app.drain();
+  }
+
+  /** Closes the connections of every app quiet for `quietMs`: how many are left open, or null where an engine cannot tell. */
+  closeQuiet(quietMs: number): number | null {
+    let open: number | null = 0;
+    for (const app of [...this.retired, this.app]) {
+      const left = app.closeQuiet(quietMs);
+      open = left === null || open === null ? null : open + left;
+    }
+    return open;
   }
 
   /** Closes every connection of every app this listener served (the end of a drain). */
@@ -157,21 +207,19 @@ export class Listener {
     if (this.closed) return;
     const d = this.descriptors();
     if (!d) return this.schedule(RELAXED_CHECK_MS);
-    this.schedule(d.open * 8 > d.limit || !this.token ? CHECK_MS : RELAXED_CHECK_MS);
+    this.schedule(d.open * 8 > d.limit || this.pausedNow ? CHECK_MS : RELAXED_CHECK_MS);
     const margin = Math.max(16, Math.floor(d.limit / 50));
     // Accepting resumes a few descriptors below the pause, not at half the margin again: what the process holds at rest (more with each serving thread) may be close to that.
     const resumeBelow = d.limit - margin - Math.max(4, margin >> 1);
-    if (this.token && d.open >= d.limit - margin) {
-      this.token.close();
-      this.token = null;
+    if (!this.pausedNow && d.open >= d.limit - margin) {
+      this.pause();
       this.pauses++;
       this.onPause(true);
       this.log.error({ event: 'accept_paused', open_files: d.open, limit: d.limit }, `${d.open} of ${d.limit} file descriptors in use: new connections are refused until some close (raise LimitNOFILE)`);
-    } else if (!this.token && d.open < resumeBelow) {
-      this.listen(this.port).then(
-        (token) => {
-          if (this.closed) return token.close();
-          this.token = token;
+    } else if (this.pausedNow && d.open < resumeBelow) {
+      this.resume().then(
+        () => {
+          if (this.closed || this.pausedNow) return;
           this.onPause(false);
           this.log.info({ event: 'accept_resumed', open_files: d.open, limit: d.limit }, 'file descriptors are free again: accepting connections');
         },

@@ -81,6 +81,7 @@ export class Metrics {
     counterFrom({ name: 'proxylist_request_turns_total', help: 'Requests answered in a turn of their own, their selection scanning much of the store' }, () => turns.ran);
     gauge('proxylist_requests_held', 'Requests with wait held until their answer changes', () => waiters.count);
     counterFrom({ name: 'proxylist_requests_held_total', help: 'Requests with wait that were held (their answer had not changed)' }, () => waiters.heldTotal);
+    counterFrom({ name: 'proxylist_held_overflow_total', help: 'Requests with wait answered at once, as if without wait, because the process held --max-held requests already' }, () => waiters.overflowed);
     counterFrom({ name: 'proxylist_held_passes_total', help: 'Passes over the held requests after a swap or a second turning, each worked a slice per turn of the event loop' }, () => waiters.passes);
     counterFrom({ name: 'proxylist_held_pass_slices_total', help: 'Turns of the event loop those passes took' }, () => waiters.passSlices);
     gauge('proxylist_limiter_up', '1 while the usage limiter answers (always, in memory; with Redis, while Redis does)', () => (life.limiter === null || life.limiter.up ? 1 : 0));

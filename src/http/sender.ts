@@ -187,8 +187,8 @@ export class Sender {
   }
 
   /** The head of a failure's answer, as `error` writes it. */
-  errorHeadOf(failure: HttpFailure): Head {
-    return this.errorHead(failure, []);
+  errorHeadOf(failure: HttpFailure, extra: Headers = []): Head {
+    return this.errorHead(failure, extra);
   }
 
   /** The head of an error answer: its status, the error headers, its Retry-After and `extra`. */

@@ -11,6 +11,7 @@ import { windowEnd, type Selection, type Selector } from '../query/selection.js'
 import type { Answers } from './answer.js';
 import type { Exchange } from './exchange.js';
 import { HTTP_FAILURES } from './failures.js';
+import type { HeldBudget } from './held-budget.js';
 import type { Headers } from './head.js';
 import type { Sender } from './sender.js';
 
@@ -73,6 +74,8 @@ export class Waiters {
   /** Requests held now, and ever. */
   count = 0;
   heldTotal = 0;
+  /** Requests with `wait` answered at once because the process held --max-held already. */
+  overflowed = 0;
   /** Released requests still in `byWait`, dropped from the queues' heads as their deadlines pass, or all at once when they outnumber the held ones. */
   private stale = 0;
   /** The groups a pass under way has yet to look at, and whether another pass is due when it ends. */
@@ -90,6 +93,8 @@ export class Waiters {
     private readonly answers: Answers,
     private readonly sender: Sender,
     private readonly log: Logger,
+    /** The places for held requests, shared by every serving thread. */
+    private readonly budget: HeldBudget,
     /** How long a pass works per turn (PASS_SLICE_MS); 0 looks at one group per turn. */
     private readonly sliceMs = PASS_SLICE_MS,
   ) {
@@ -98,17 +103,29 @@ export class Waiters {
 
   /**
    * Holds `ex`, whose If-None-Match matched the selection's ETag, until the
-   * selection changes, for `plan.wait` seconds at most.
+   * selection changes, for `plan.wait` seconds at most. False when the
+   * process holds --max-held requests already: `ex` is to be answered now.
    */
-  hold(ex: Exchange, memo: MemoEntry, selection: Selection, encoding: Encoding | null, rate: Headers): void {
+  hold(ex: Exchange, memo: MemoEntry, selection: Selection, encoding: Encoding | null, rate: Headers): boolean {
+    if (!this.admit()) return false;
     const { plan, store } = selection;
     const tag = this.selector.tagger.selectionTag(store, plan, selection.end, Math.floor(selection.nowMs / 1000));
     this.join(ex, `${tag}|${planKey(plan)}`, false, memo, selection, tag, encoding, rate);
+    return true;
   }
 
-  /** Holds `ex`, whose change set is empty, until it is not, for `plan.wait` seconds at most. */
-  holdChanges(ex: Exchange, memo: MemoEntry, selection: Selection, encoding: Encoding | null, rate: Headers): void {
+  /** Holds `ex`, whose change set is empty, until it is not, for `plan.wait` seconds at most; false as for `hold`. */
+  holdChanges(ex: Exchange, memo: MemoEntry, selection: Selection, encoding: Encoding | null, rate: Headers): boolean {
+    if (!this.admit()) return false;
     this.join(ex, `changes|${planKey(selection.plan)}`, true, memo, selection, '', encoding, rate);
+    return true;
+  }
+
+  /** A place for one more held request, or the overflow counted. */
+  private admit(): boolean {
+    if (this.budget.take()) return true;
+    this.overflowed++;
+    return false;
   }
 
   private join(ex: Exchange, key: string, changes: boolean, memo: MemoEntry, selection: Selection, tag: string, encoding: Encoding | null, rate: Headers): void {
@@ -265,6 +282,7 @@ export class Waiters {
     if (held.done) return;
     held.done = true;
     this.count--;
+    this.budget.give();
     this.stale++;
     held.ex.onAbort(null);
     const group = held.group;

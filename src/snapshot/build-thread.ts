@@ -1,6 +1,13 @@
 import { Worker } from 'node:worker_threads';
 import { CodedError, type ErrorCode } from '../core/errors.js';
 import type { StoreColumns, StoreMeta } from '../store/columns.js';
+import { DEFAULT_MAX_SKIPPED_SHARE } from './decode.js';
+
+/** What the build thread is asked: a file to load, and the share of skipped records it may have. */
+export interface BuildRequest {
+  path: string;
+  maxSkippedShare: number;
+}
 
 type WorkerReply = { ok: true; columns: StoreColumns; meta: StoreMeta } | { ok: false; code: ErrorCode; message: string };
 type Built = { columns: StoreColumns; meta: StoreMeta };
@@ -21,6 +28,9 @@ export class BuildThread {
   private closed = false;
   /** What ended the thread, when an uncaught error did. */
   private crash: string | null = null;
+
+  /** `maxSkippedShare`: the share of skipped records past which a snapshot is rejected (--max-skipped-share). */
+  constructor(private readonly maxSkippedShare = DEFAULT_MAX_SKIPPED_SHARE) {}
 
   load(path: string): Promise<Built> {
     const next = this.queue.then(() => this.run(path));
@@ -61,7 +71,7 @@ export class BuildThread {
       worker.on('message', onMessage);
       worker.on('exit', onExit);
       worker.ref();
-      worker.postMessage({ path });
+      worker.postMessage({ path, maxSkippedShare: this.maxSkippedShare } satisfies BuildRequest);
     });
   }
 

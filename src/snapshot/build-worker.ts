@@ -9,6 +9,7 @@ import { parentPort } from 'node:worker_threads';
 import { allowFullCollections, fullCollection } from '../core/full-collection.js';
 import { CodedError, messageOf } from '../core/errors.js';
 import { loadSnapshotFile } from './decode.js';
+import type { BuildRequest } from './build-thread.js';
 
 /**
  * The event loop comes first: on Linux this thread lowers its own scheduling
@@ -28,9 +29,9 @@ function yieldToEventLoop(): void {
 allowFullCollections();
 
 yieldToEventLoop();
-parentPort!.on('message', ({ path }: { path: string }) => {
+parentPort!.on('message', ({ path, maxSkippedShare }: BuildRequest) => {
   try {
-    const { columns, meta } = loadSnapshotFile(path, fullCollection);
+    const { columns, meta } = loadSnapshotFile(path, fullCollection, maxSkippedShare);
     // The columns are shared memory: the message hands them over without a copy.
     parentPort!.postMessage({ ok: true, columns, meta });
   } catch (err) {

@@ -248,13 +248,28 @@ function extractInto(): { begin: Begin; extractor: () => RecordExtractor } {
   return { begin, extractor: () => extractor! };
 }
 
+/** The default of --max-skipped-share: a snapshot with more of its records skipped is rejected whole. */
+export const DEFAULT_MAX_SKIPPED_SHARE = 0.5;
+
+/** Skipped records by reason, most first: `type is not one of ... (1000)`. */
+export function describeSkips(counts: Record<string, number>): string {
+  return Object.entries(counts).sort((a, b) => b[1] - a[1]).map(([reason, n]) => `${reason} (${n})`).join('; ');
+}
+
 /**
  * Read (a window at a time), decode, validate and build, on the calling
  * thread. `release` is called where the build's working space is let go of
- * (see buildStore).
+ * (see buildStore). A snapshot in which more than `maxSkippedShare` of the
+ * records break the rules is rejected whole: a checker that writes a field
+ * wrongly must not empty the lists (docs/snapshot.md).
  */
-export function loadSnapshotFile(path: string, release?: () => void): { columns: StoreColumns; meta: StoreMeta } {
+export function loadSnapshotFile(path: string, release?: () => void, maxSkippedShare = DEFAULT_MAX_SKIPPED_SHARE): { columns: StoreColumns; meta: StoreMeta } {
   const { begin, extractor } = extractInto();
   const { top, contentHash } = readSnapshot(Window.ofFile(path), begin);
-  return buildStore(extractor(), top.generated_at, contentHash, release);
+  const records = extractor();
+  const total = records.count + records.skipped;
+  if (records.skipped > maxSkippedShare * total) {
+    throw rejected(`${records.skipped} of its ${total} records break the rules, more than ${maxSkippedShare} of them (--max-skipped-share): ${describeSkips(records.skipCounts)}`);
+  }
+  return buildStore(records, top.generated_at, contentHash, release);
 }

@@ -2,6 +2,8 @@ import { recordColumns, type ExtractedRecords, type RecordColumns } from '../sto
 import type { RecordDecoder } from './record-decoder.js';
 
 const MAX_SKIP_REASONS = 10;
+/** The reason of a record that names a service the snapshot does not list, before the name (record-decoder.ts). */
+const UNKNOWN_SERVICE = 'services names an unknown service';
 
 /**
  * Takes records one at a time, as the decoder reads them, and keeps the
@@ -11,6 +13,8 @@ export class RecordExtractor implements ExtractedRecords {
   count = 0;
   skipped = 0;
   readonly skipReasons: string[] = [];
+  /** Skipped records by reason; an unknown service's name is left out, so the reasons are few. */
+  readonly skipCounts: Record<string, number> = {};
   readonly columns: RecordColumns;
   readonly cities: Array<{ ru: string; en: string }> = [{ ru: '', en: '' }];
   /** Country id by the code's two char codes (c1 * 256 + c2); -1 unseen. */
@@ -20,7 +24,8 @@ export class RecordExtractor implements ExtractedRecords {
   private readonly cityIds = new Map<string, number>();
 
   constructor(readonly serviceNames: readonly string[], capacity: number) {
-    this.columns = recordColumns(capacity, serviceNames.length);
+    // Room for one record at least: the build's lanes of row ids are told apart by where they start.
+    this.columns = recordColumns(Math.max(1, capacity), serviceNames.length);
   }
 
   /** Takes the record the decoder has just read from `b`. */
@@ -28,6 +33,8 @@ export class RecordExtractor implements ExtractedRecords {
     if (d.problem !== null) {
       this.skipped++;
       if (this.skipReasons.length < MAX_SKIP_REASONS) this.skipReasons.push(`record ${index}: ${d.problem}`);
+      const reason = d.problem.startsWith(UNKNOWN_SERVICE) ? UNKNOWN_SERVICE : d.problem;
+      this.skipCounts[reason] = (this.skipCounts[reason] ?? 0) + 1;
       return;
     }
     const m = this.count++;

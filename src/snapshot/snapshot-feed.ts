@@ -5,6 +5,7 @@ import type { Logger } from '../core/log.js';
 import { carryHistory } from '../store/history.js';
 import { Store } from '../store/store.js';
 import { BuildThread } from './build-thread.js';
+import { DEFAULT_MAX_SKIPPED_SHARE, describeSkips } from './decode.js';
 import { releaseDroppedStores } from './release-dropped.js';
 
 /** Seconds of snapshots remembered for change sets, at least. */
@@ -40,7 +41,7 @@ export class SnapshotFeed extends FollowedFile implements StoreFeed {
   private dropped = false;
   private readonly releasers: Array<() => void> = [];
   private readonly listeners: Array<(store: Store) => void | Promise<void>> = [];
-  private readonly builder = new BuildThread();
+  private readonly builder: BuildThread;
 
   /**
    * `historyS`: how long the snapshots of change sets are remembered;
@@ -54,8 +55,11 @@ export class SnapshotFeed extends FollowedFile implements StoreFeed {
     private readonly historyS = DEFAULT_HISTORY_S,
     options?: FollowOptions,
     private readonly historyExactS = DEFAULT_HISTORY_EXACT_S,
+    /** A snapshot with more of its records skipped is rejected whole (--max-skipped-share). */
+    maxSkippedShare = DEFAULT_MAX_SKIPPED_SHARE,
   ) {
     super(path, options);
+    this.builder = new BuildThread(maxSkippedShare);
   }
 
   override async close(): Promise<void> {
@@ -108,7 +112,9 @@ export class SnapshotFeed extends FollowedFile implements StoreFeed {
       { event: 'snapshot_loaded', file: path, records: store.rows, skipped: meta.skipped, duplicates: meta.duplicates, ms: Math.round(this.lastLoadMs) },
       'snapshot loaded',
     );
-    if (meta.skipReasons.length > 0) this.log.warn({ event: 'snapshot_records_skipped', skipped: meta.skipped, first: meta.skipReasons }, 'snapshot records skipped');
+    if (meta.skipped > 0) {
+      this.log.warn({ event: 'snapshot_records_skipped', skipped: meta.skipped, reasons: meta.skipCounts, first: meta.skipReasons }, `${meta.skipped} snapshot records skipped: ${describeSkips(meta.skipCounts)}`);
+    }
   }
 
   /** The outcome of a read that a new version overtook is dropped, success or failure: the new version is read next. */

@@ -60,6 +60,7 @@ export interface ExtractedRecords {
   readonly count: number;
   readonly skipped: number;
   readonly skipReasons: string[];
+  readonly skipCounts: Record<string, number>;
   readonly columns: RecordColumns;
   readonly cities: Array<{ ru: string; en: string }>;
   /** Country codes in alphabetical order; renumbers the country column to match. */
@@ -329,7 +330,7 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   for (let k = 0; k < pingValues.length; k++) maxPingText = Math.max(maxPingText, pingText.off[k + 1] - pingText.off[k]);
   const meta: StoreMeta = {
     generatedAt, contentHash, services: [...services], countries, cities: records.cities,
-    skipped: records.skipped, duplicates: m - rows, skipReasons: records.skipReasons, maxPingText,
+    skipped: records.skipped, duplicates: m - rows, skipReasons: records.skipReasons, skipCounts: records.skipCounts, maxPingText,
   };
   return { columns, meta };
 }

@@ -93,8 +93,10 @@ export interface StoreMeta {
   duplicates: number;
   /** Longest ping text, bounding a row's rendered size. */
   maxPingText: number;
-  /** The first few reasons records were skipped. */
+  /** The first few records skipped, each with its number and reason. */
   skipReasons: string[];
+  /** Records skipped for each reason (docs/snapshot.md). */
+  skipCounts: Record<string, number>;
 }
 
 /** The buffers a store's columns are views of: shared memory every one (store/arena.ts), so that serving threads read them where they are. */

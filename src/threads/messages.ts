@@ -54,6 +54,8 @@ export interface ServingData {
   gate: SharedArrayBuffer;
   /** The memory limiter's table (access/shared-usage.ts). */
   usage: SharedArrayBuffer;
+  /** The count of requests held with `wait` in the whole process (http/held-budget.ts). */
+  held: SharedArrayBuffer;
   tls: TlsPair | null;
   keys: KeysData;
 }

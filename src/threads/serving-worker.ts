@@ -16,6 +16,7 @@ import { messageOf } from '../core/errors.js';
 import { allowFullCollections } from '../core/full-collection.js';
 import { createLogger } from '../core/log.js';
 import { selectEngine } from '../http/engines.js';
+import { DEFAULT_MAX_HELD, HeldBudget } from '../http/held-budget.js';
 import type { Lifecycle } from '../http/lifecycle.js';
 import type { TlsPair } from '../http/tls-pair.js';
 import { DEFAULT_CACHE_BYTES, DEFAULT_METRICS_ALLOW, DEFAULT_WHOLE_BODIES_BYTES } from '../options.js';
@@ -82,6 +83,7 @@ const serving = startServing({
   operatorHosts: new Set(o.operatorHosts ?? []),
   accessLog: o.accessLog ?? false,
   heldSliceMs: o.heldSliceMs,
+  held: new HeldBudget(o.maxHeld ?? DEFAULT_MAX_HELD, data.held),
   cacheBytes: Math.floor((o.cacheBytes ?? DEFAULT_CACHE_BYTES) / data.threads),
   bodiesBytes: Math.floor((o.wholeBodiesBytes ?? DEFAULT_WHOLE_BODIES_BYTES) / data.threads),
   tls: data.tls,
@@ -158,7 +160,7 @@ async function takePair(pair: TlsPair): Promise<void> {
 /** As the main thread stops (server.ts): held requests answered, served on while draining, then closed once the bodies in flight are done. */
 async function stop(drainMs: number, limitMs: number): Promise<void> {
   life.draining = true;
-  serving.waiters.answerAll();
+  serving.beginDrain();
   if (drainMs > 0) await new Promise((r) => setTimeout(r, drainMs));
   await serving.drain(limitMs);
   await redis?.close();

@@ -109,10 +109,10 @@ export interface RawExchange {
 
 /**
  * Writes `bytes` on a new connection (TLS when `tls` gives the authority
- * to trust) and collects what comes back for `waitMs` at most, or until the
+ * to trust), and half-closes it after them with `halfClose`, and collects what comes back for `waitMs` at most, or until the
  * server closes: a request that gets no answer shows as no status.
  */
-export function rawExchange(port: number, bytes: string | Buffer, o: { tls?: { ca: Buffer }; waitMs?: number } = {}): Promise<RawExchange> {
+export function rawExchange(port: number, bytes: string | Buffer, o: { tls?: { ca: Buffer }; waitMs?: number; halfClose?: boolean } = {}): Promise<RawExchange> {
   return new Promise((resolve) => {
     const socket = o.tls ? tlsConnect({ host: '127.0.0.1', port, servername: 'localhost', ca: o.tls.ca }) : connect({ host: '127.0.0.1', port });
     const chunks: Buffer[] = [];
@@ -127,7 +127,9 @@ export function rawExchange(port: number, bytes: string | Buffer, o: { tls?: { c
     const timer = setTimeout(() => done(false), o.waitMs ?? 5000);
     socket.once(o.tls ? 'secureConnect' : 'connect', () => {
       wroteAt = performance.now();
-      socket.write(bytes);
+      // Half-closed: the client says it sends nothing more, and reads on.
+      if (o.halfClose) socket.end(bytes);
+      else socket.write(bytes);
     });
     socket.on('data', (d: Buffer) => {
       firstByteMs ??= performance.now() - wroteAt;

@@ -83,7 +83,8 @@ test('what the build answers before the service sees the request, as the docs sa
   const heads = {
     'no Host': 'GET /health HTTP/1.1\r\n\r\n',
     'HTTP/1.0': 'GET /health HTTP/1.0\r\n\r\n',
-    'absolute-form': 'GET http://localhost/health HTTP/1.1\r\nHost: localhost\r\n\r\n',
+    // The node engine serves it: the client closes after it, as with the others.
+    'absolute-form': 'GET http://localhost/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n',
     'a head over 64 KiB': `GET /health HTTP/1.1\r\nHost: localhost\r\nX-Pad: ${'x'.repeat(70_000)}\r\n\r\n`,
   };
   // v20.57 answers each at once; v20.30 never answers them (the balancer's edge does: docs/several-instances.md); the node engine serves HTTP/1.0 and absolute-form.
@@ -95,7 +96,7 @@ test('what the build answers before the service sees the request, as the docs sa
       const got = await rawExchange(port, head, { tls, waitMs: engine.name === 'node' || v2057 ? 10_000 : 2100 });
       if (engine.name === 'node') {
         assert.equal(got.statuses, [onNode[what]], `${name}, ${what}`);
-        if (what !== 'absolute-form') assert.ok(got.closed, `${name}, ${what}: then closed`);
+        assert.ok(got.closed, `${name}, ${what}: then closed`);
         if (onNode[what] !== 200) assert.match(got.text, /\r\n\r\nError: [^\r\n]+$/, `${name}, ${what}: a one-line error`);
       } else if (v2057) {
         assert.equal(got.statuses, [status[what]], `${name}, ${what}`);
@@ -106,6 +107,66 @@ test('what the build answers before the service sees the request, as the docs sa
         assert.equal(got.statuses, [], `${name}, ${what}: v20.30 answers nothing (docs/operations.md, What each build answers)`);
       }
     }
+  }
+});
+
+/** A query held for a second (`wait=1` with its own ETag), and the head of a request for it. */
+async function heldRequest(t: TestServer): Promise<string> {
+  const query = `/api?key=${TEST_KEY}&count=3&wait=1`;
+  const etag = (await t.get(query)).headers.get('etag')!;
+  return `GET ${query} HTTP/1.1\r\nHost: localhost\r\nIf-None-Match: ${etag}\r\n\r\n`;
+}
+
+/** A head of `lines` header lines (Host among them), far under 64 KiB. */
+const manyLines = (lines: number): string => `GET /health HTTP/1.1\r\nHost: localhost\r\n${'X-A: b\r\n'.repeat(lines - 1)}\r\n`;
+
+test('CONNECT, an Expect other than 100-continue, a head of over 1,000 lines: a status with the one-line error, then a close (the builds of uWebSockets.js as the docs say)', async (ctx) => {
+  const node = engine.name === 'node';
+  for (const [name, port, tls] of both(ctx)) {
+    const wait = { tls, waitMs: node || v2057 ? 10_000 : 2100 };
+    const connect = await rawExchange(port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', wait);
+    // v20.57 takes an authority-form target for another version of HTTP; v20.30 answers nothing (docs/operations.md).
+    assert.equal(connect.statuses, node ? [405] : v2057 ? [505] : [], `${name}, CONNECT: ${connect.text.slice(0, 80)}`);
+    if (node) {
+      assert.ok(connect.closed && /\r\nAllow: GET, HEAD\r\n/.test(connect.text), `${name}, CONNECT: Allow, then closed`);
+      assert.match(connect.text, /\r\n\r\nError: Method not allowed$/);
+    }
+    const expect = await rawExchange(port, 'GET /health HTTP/1.1\r\nHost: localhost\r\nExpect: the-moon\r\n\r\n', { tls, waitMs: 10_000 });
+    assert.equal(expect.statuses, [417], `${name}, Expect: ${expect.text.slice(0, 80)}`);
+    assert.ok(expect.closed, `${name}, Expect: then closed`);
+    assert.match(expect.text, /\r\n\r\nError: Expectation failed: [^\r\n]+$/);
+    const proceed = await rawExchange(port, 'GET /health HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n', { tls });
+    assert.is(proceed.statuses.at(-1), 200, `${name}, Expect: 100-continue is served`);
+    // v20.30 takes at most 48 lines and answers nothing past them, v20.57 98 and answers its own 431 (docs/operations.md).
+    const most = node ? 1000 : v2057 ? 98 : 48;
+    assert.equal((await rawExchange(port, manyLines(most).replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n').replace('X-A: b\r\n', ''), { tls })).statuses, [200], `${name}, ${most} lines`);
+    const over = await rawExchange(port, manyLines(1001), wait);
+    assert.equal(over.statuses, node || v2057 ? [431] : [], `${name}, 1,001 lines: ${over.text.slice(0, 80)}`);
+    if (node) assert.match(over.text, /\r\n\r\nError: Request head has too many lines: at most 1,000 header lines$/);
+  }
+});
+
+test('behind an answer that comes later: the node engine answers every request in order, a malformed one last with its 400; uWebSockets.js closes (as the docs say)', async (ctx) => {
+  for (const [name, port, tls] of both(ctx)) {
+    const held = await heldRequest(ctx.plain);
+    const malformed = 'GET /health HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n';
+    const got = await rawExchange(port, held + `GET /api?key=${TEST_KEY}&count=1 HTTP/1.1\r\nHost: localhost\r\n\r\n` + malformed, { tls, waitMs: 10_000 });
+    if (engine.name === 'node') {
+      assert.equal(got.statuses, [304, 200, 400], `${name}: ${got.text.slice(0, 200)}`);
+      assert.ok(got.closed, `${name}: closed after the 400`);
+    } else {
+      assert.equal(got.statuses, [], `${name}: uWebSockets.js closes a connection that pipelines behind an answer to come`);
+      assert.ok(got.closed, name);
+    }
+  }
+});
+
+test('a client that half-closes after its request still gets an answer that comes later (node engine; uWebSockets.js closes, as the docs say)', async (ctx) => {
+  for (const [name, port, tls] of both(ctx)) {
+    const got = await rawExchange(port, await heldRequest(ctx.plain), { tls, waitMs: 10_000, halfClose: true });
+    assert.equal(got.statuses, engine.name === 'node' ? [304] : [], `${name}: ${got.text.slice(0, 120)}`);
+    const list = await rawExchange(port, `GET /api?key=${TEST_KEY} HTTP/1.1\r\nHost: localhost\r\n\r\n`, { tls, waitMs: 10_000, halfClose: true });
+    if (engine.name === 'node') assert.equal(list.statuses, [200], `${name}: a whole list`);
   }
 });
 

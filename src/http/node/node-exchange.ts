@@ -1,9 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Exchange, type RouteAccount } from '../exchange.js';
 import type { Head } from '../head.js';
+import type { NodeConnection } from './node-connection.js';
 
 const HSTS = ['Strict-Transport-Security', 'max-age=31536000'];
 const NONE: string[] = [];
+/** While the service drains, every answer closes its connection, and says so (Node then closes it once the answer is written). */
+const CLOSE = ['Connection', 'close'];
 const DATE = 'Date';
 /**
  * A body's last write up to this long is copied rather than held until it
@@ -55,8 +58,19 @@ export class NodeExchange extends Exchange {
     });
   }
 
-  constructor(readonly req: IncomingMessage, readonly res: ServerResponse, head: boolean, secure: boolean, account: RouteAccount) {
+  /** Called once when an answer that came after the handler is given (node-connection.ts serves what waits behind it then). */
+  settled: (() => void) | null = null;
+
+  constructor(readonly req: IncomingMessage, readonly res: ServerResponse, head: boolean, secure: boolean, account: RouteAccount, private readonly conn: NodeConnection) {
     super(head, secure, account);
+  }
+
+  override answer(status: string, bytes: number): void {
+    super.answer(status, bytes);
+    const settled = this.settled;
+    if (settled === null) return;
+    this.settled = null;
+    settled();
   }
 
   protected watchAbort(aborted: () => void): void {
@@ -74,10 +88,15 @@ export class NodeExchange extends Exchange {
     this.h = h;
   }
 
-  /** Writes the head held by writeHead, with `last` after the Date (uWebSockets.js's order), `first` before it. */
-  private begin(first: readonly string[], last: readonly string[]): void {
+  /**
+   * Writes the head held by writeHead, with `last` after the Date
+   * (uWebSockets.js's order), `first` before it. `close`: Connection: close,
+   * as while draining, and to a client that half-closed (Node would keep
+   * the connection for a head without a Connection line).
+   */
+  private begin(first: readonly string[], last: readonly string[], close = this.conn.state.draining || this.conn.socket.readableEnded): void {
     const h = this.h!;
-    const lines = h.lines.concat(this.secure ? HSTS : NONE, first, DATE, httpDate(), last);
+    const lines = h.lines.concat(this.secure ? HSTS : NONE, close ? CLOSE : NONE, first, DATE, httpDate(), last);
     this.res.writeHead(h.code, h.reason, lines);
   }
 
@@ -126,7 +145,7 @@ export class NodeExchange extends Exchange {
   }
 
   endAndClose(body: Uint8Array): void {
-    this.begin(['Connection', 'close'], ['Content-Length', String(body.length)]);
+    this.begin(NONE, ['Content-Length', String(body.length)], true);
     this.res.end(body);
   }
 

@@ -1,7 +1,7 @@
 import type { App, Engine, ListenSocket, Route, Routes, Serve } from '../engine.js';
 import { TLS12_CIPHERS, withPairFiles, type TlsPair } from '../tls-pair.js';
 import { loadUws, uwsBuild, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from './load.js';
-import { UwsExchange } from './uws-exchange.js';
+import { UwsExchange, type UwsState } from './uws-exchange.js';
 
 type UwsHandler = (res: HttpResponse, req: HttpRequest) => void;
 
@@ -14,7 +14,7 @@ const LIBUS_LISTEN_DEFAULT = 0;
 
 /** An app of uWebSockets.js: a renewed certificate needs a new one (SSLApp reads its files once). */
 class UwsApp implements App {
-  constructor(private readonly app: TemplatedApp) {}
+  constructor(private readonly app: TemplatedApp, private readonly state: UwsState) {}
 
   listen(host: string, port: number, exclusive: boolean): Promise<ListenSocket | null> {
     const uws = loadUws();
@@ -29,6 +29,15 @@ class UwsApp implements App {
   close(): void {
     this.app.close();
   }
+
+  drain(): void {
+    this.state.draining = true;
+  }
+
+  closeQuiet(): null {
+    // uWebSockets.js lists no connections: those left are closed with the app.
+    return null;
+  }
 }
 
 /** uWebSockets.js, from the first build that loads natively (load.ts). */
@@ -38,6 +47,7 @@ export function uwsEngine(): Engine {
     name: 'uws',
     build: build.label,
     refusesBadHeads: build.refusesBadHeads,
+    refusesExpectations: false,
     sharesPorts: true,
     app(routes: Routes, tls: TlsPair | null): App {
       // SSLApp throws when the bytes make no context; they were checked before they were handed here (core/certificate.ts).
@@ -45,7 +55,8 @@ export function uwsEngine(): Engine {
         ? withPairFiles(tls, (certFile, keyFile) => loadUws().SSLApp({ cert_file_name: certFile, key_file_name: keyFile, ssl_ciphers: TLS12_CIPHERS }))
         : loadUws().App();
       const secure = tls !== null;
-      const exchange = (serve: Serve, head: boolean, account: Route['account']): UwsHandler => (res, req) => serve(new UwsExchange(res, head, secure, account), req);
+      const state: UwsState = { draining: false };
+      const exchange = (serve: Serve, head: boolean, account: Route['account']): UwsHandler => (res, req) => serve(new UwsExchange(res, head, secure, account, state), req);
       const bind = (pattern: string, r: Route): void => {
         const other = exchange(r.other, false, r.account);
         const otherHead = exchange(r.other, true, r.account);
@@ -58,7 +69,7 @@ export function uwsEngine(): Engine {
       };
       for (const r of routes.paths) bind(r.path, r);
       bind('/*', routes.other);
-      return new UwsApp(app);
+      return new UwsApp(app, state);
     },
   };
 }

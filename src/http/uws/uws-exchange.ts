@@ -6,13 +6,21 @@ import type { HttpResponse } from './load.js';
 const HSTS_NAME = Buffer.from('Strict-Transport-Security');
 const HSTS_VALUE = Buffer.from('max-age=31536000');
 
+/** What the exchanges of one app share: whether the service drains (docs/operations.md, Draining). */
+export interface UwsState {
+  draining: boolean;
+}
+
 /**
  * An exchange on uWebSockets.js: its response object's own calls. The
  * status and headers go in one `writeStatus` (head.ts); the build appends
  * Date, its mark and Content-Length.
  */
 export class UwsExchange extends Exchange {
-  constructor(readonly res: HttpResponse, head: boolean, secure: boolean, account: RouteAccount) {
+  /** `Connection: close` is in the head: the service drains, and the client is told to go. */
+  private closeSaid = false;
+
+  constructor(readonly res: HttpResponse, head: boolean, secure: boolean, account: RouteAccount, private readonly state: UwsState) {
     super(head, secure, account);
   }
 
@@ -27,6 +35,11 @@ export class UwsExchange extends Exchange {
   writeHead(h: Head): void {
     this.res.writeStatus(h.bytes);
     if (this.secure) this.res.writeHeader(HSTS_NAME, HSTS_VALUE);
+    if (this.state.draining) {
+      // uWebSockets.js has no way to close after a body written with tryEnd: the client closes, as told.
+      this.res.writeHeader('Connection', 'close');
+      this.closeSaid = true;
+    }
   }
 
   tryEnd(chunk: Uint8Array, total: number): [boolean, boolean] {
@@ -51,7 +64,8 @@ export class UwsExchange extends Exchange {
   }
 
   endAndClose(body: Uint8Array): void {
-    this.res.end(body, true);
+    // uWebSockets.js writes its own Connection: close, unless the head says so already.
+    this.res.end(body, !this.closeSaid);
   }
 
   close(): void {
