@@ -139,10 +139,12 @@ export function startServing(p: ServingParts): Serving {
       waiters.answerAll();
       listener.close();
       const deadline = Date.now() + limitMs;
+      // Where the engine cannot tell its connections, each gets the quiet moment before the apps close.
+      const quietAt = Date.now() + QUIET_MS;
       for (;;) {
         const open = listener.closeQuiet(QUIET_MS);
-        if (sender.pendingCount === 0 && bodies.inFlight === 0 && !open) break;
-        if (Date.now() >= deadline) break;
+        const connectionsDone = open === null ? Date.now() >= quietAt : open === 0;
+        if ((sender.pendingCount === 0 && bodies.inFlight === 0 && connectionsDone) || Date.now() >= deadline) break;
         await new Promise((r) => setTimeout(r, 20));
       }
     },

@@ -150,9 +150,13 @@ test('behind an answer that comes later: the node engine answers every request i
   for (const [name, port, tls] of both(ctx)) {
     const held = await heldRequest(ctx.plain);
     const malformed = 'GET /health HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n';
-    const got = await rawExchange(port, held + `GET /api?key=${TEST_KEY}&count=1 HTTP/1.1\r\nHost: localhost\r\n\r\n` + malformed, { tls, waitMs: 10_000 });
+    const answeredAtOnce = `GET /api?key=${TEST_KEY}&count=1 HTTP/1.1\r\nHost: localhost\r\n\r\n` + 'GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n'.repeat(10);
+    const got = await rawExchange(port, held + answeredAtOnce + malformed, { tls, waitMs: 10_000 });
     if (engine.name === 'node') {
-      assert.equal(got.statuses, [304, 200, 400], `${name}: ${got.text.slice(0, 200)}`);
+      assert.equal(got.statuses, [304, 200, ...Array(10).fill(200), 400], `${name}: ${got.text.slice(0, 200)}`);
+      // Without one held first: the answers Node still holds go out before the 400.
+      const atOnce = await rawExchange(port, answeredAtOnce + malformed, { tls, waitMs: 10_000 });
+      assert.equal(atOnce.statuses, [200, ...Array(10).fill(200), 400], `${name}, none held`);
       assert.ok(got.closed, `${name}: closed after the 400`);
     } else {
       assert.equal(got.statuses, [], `${name}: uWebSockets.js closes a connection that pipelines behind an answer to come`);
@@ -164,7 +168,8 @@ test('behind an answer that comes later: the node engine answers every request i
 test('a client that half-closes after its request still gets an answer that comes later (node engine; uWebSockets.js closes, as the docs say)', async (ctx) => {
   for (const [name, port, tls] of both(ctx)) {
     const got = await rawExchange(port, await heldRequest(ctx.plain), { tls, waitMs: 10_000, halfClose: true });
-    assert.equal(got.statuses, engine.name === 'node' ? [304] : [], `${name}: ${got.text.slice(0, 120)}`);
+    // The node engine sends 100 (Continue) first, which tells a client that has gone from one that reads on.
+    assert.equal(got.statuses, engine.name === 'node' ? [100, 100, 304] : [], `${name}: ${got.text.slice(0, 120)}`);
     const list = await rawExchange(port, `GET /api?key=${TEST_KEY} HTTP/1.1\r\nHost: localhost\r\n\r\n`, { tls, waitMs: 10_000, halfClose: true });
     if (engine.name === 'node') assert.equal(list.statuses, [200], `${name}: a whole list`);
   }

@@ -55,6 +55,38 @@ test('invalid records are skipped and counted, the rest is served', async ({ t }
   assert.is(h.snapshot.records, ref.records.length);
   const body = await (await t.api('time=99999')).text();
   assert.is(body, ref.answer('time=99999', t.clock.nowMs()).body);
+  // Why, by reason: each of the seven once.
+  const reasons = (h.snapshot as unknown as { skip_reasons: Record<string, number> }).skip_reasons;
+  assert.is(Object.values(reasons).reduce((a, b) => a + b, 0), bad.length);
+  assert.is(reasons['type is not one of http, https, socks4, socks5'], 1);
+  assert.is(reasons['services names an unknown service'], 1);
+});
+
+test('a snapshot whose records are mostly invalid (a checker that writes a field wrongly) is rejected whole, and says why', async ({ t }) => {
+  const records = generateRecords({ records: 1000, seed: 10, now: TEST_NOW_S });
+  await rejectedKeepsServing(t, encodeSnapshot(records.map((r) => ({ ...r, type: 'ftp' })), TEST_NOW_S + 4), /1000 of its 1000 records break the rules, more than 0\.5 of them \(--max-skipped-share\): type is not one of http, https, socks4, socks5 \(1000\)/);
+  // Past half skipped: rejected; half exactly: served.
+  const half = (n: number): Uint8Array => encodeSnapshot(records.map((r, i) => (i < n ? { ...r, port: 0 } : r)), TEST_NOW_S + 5);
+  await rejectedKeepsServing(t, half(501), /501 of its 1000 records break the rules/);
+  writeFileAtomic(t.snapshot, half(500));
+  await eventually(async () => (await servedVersion(t)) === 5, 10_000, 'half of the records skipped: served');
+  assert.is((await health(t)).snapshot.skipped, 500);
+});
+
+test('a snapshot with no proxies is served: empty lists, zero counts', async ({ t }) => {
+  writeFileAtomic(t.snapshot, encodeSnapshot([], TEST_NOW_S + 7));
+  await eventually(async () => (await servedVersion(t)) === 7, 10_000, 'the empty version');
+  const h = await health(t);
+  assert.is(h.snapshot.records, 0);
+  assert.is(h.reloads.last_error, null);
+  for (const [query, body] of [['', ''], ['get=json', '[]'], ['get=json&type=socks5&sort=ping&count=5', '[]'], ['port=80&format=object&get=json', '{}']]) {
+    const res = await t.api(query);
+    assert.is(res.status, 200, query);
+    assert.is(await res.text(), body, query);
+  }
+  const stats = (await (await t.api('get=stats&pretty=0')).json()) as { count: number; country: object };
+  assert.is(stats.count, 0);
+  assert.equal(stats.country, {});
 });
 
 test('a burst of 5 atomic renames 10 ms apart ends with the last version served', async ({ t }) => {

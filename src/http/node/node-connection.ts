@@ -35,6 +35,16 @@ function readAgain(socket: NodeSocket): void {
   socket.resume();
 }
 
+/** How long after the first 100 (Continue) to a client that sent its last byte the second goes: a round trip on any network a client is on, for its reset to arrive. */
+const GONE_PROBE_MS = 200;
+
+/** An exchange whose answer comes after its handler returned (node-exchange.ts). */
+interface Awaited {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  settled: (() => void) | null;
+}
+
 /** What the node engine's connections share: whether the service drains (docs/operations.md, Draining). */
 export interface ConnectionsState {
   draining: boolean;
@@ -53,16 +63,20 @@ export interface ConnectionsState {
  */
 export class NodeConnection {
   /** The exchange whose answer is still to come; null when none is. */
-  private awaited: { settled: (() => void) | null } | null = null;
+  private awaited: Awaited | null = null;
   /** Requests that arrived behind it, as request and response pairs, from `head` on. */
   private readonly queue: Array<IncomingMessage | ServerResponse> = [];
   private head = 0;
   /** Reading was stopped here, and goes on from here. */
   private stopped = false;
-  /** The answer to a request the parser refused, written once every request before it is answered. */
+  /** The answer to a request the parser refused, written once every answer before it is on the socket. */
   private refusal: Buffer | null = null;
-  /** The response of the newest request. */
-  private lastRes: ServerResponse | null = null;
+  /**
+   * The response of the newest request, held weakly: an idle connection
+   * keeps none alive. Node answers in order, so once it is finished (or
+   * gone, which it cannot be before), every answer is on the socket.
+   */
+  private lastRes: WeakRef<ServerResponse> | null = null;
   /** Requests seen, and the bytes read when the newest one was (a refused head's size is what came after). */
   requests = 0;
   bytesAtRequest = 0;
@@ -73,9 +87,10 @@ export class NodeConnection {
     readonly socket: Socket,
     readonly state: ConnectionsState,
     /** Serves a request now: its exchange, or null when it was answered in its handler. */
-    private readonly serve: (conn: NodeConnection, req: IncomingMessage, res: ServerResponse) => { settled: (() => void) | null } | null,
+    private readonly serve: (conn: NodeConnection, req: IncomingMessage, res: ServerResponse) => Awaited | null,
   ) {
     socket.setTimeout(FIRST_REQUEST_MS);
+    socket.once('end', this.peerEnded);
   }
 
   /** A request Node parsed: served now, or once the one before it is answered. */
@@ -83,7 +98,7 @@ export class NodeConnection {
     if (this.requests++ === 0) this.socket.setTimeout(0);
     this.bytesAtRequest = this.socket.bytesRead;
     this.lastSeenMs = performance.now();
-    this.lastRes = res;
+    this.lastRes = new WeakRef(res);
     if (this.awaited !== null || this.head < this.queue.length) {
       if (this.socket.destroyed) return;
       if (this.queue.length - this.head >= 2 * MAX_QUEUED) {
@@ -98,9 +113,15 @@ export class NodeConnection {
     this.start(req, res);
   }
 
-  /** A request or response is in progress on this connection. */
+  /** A request or response is in progress on this connection: one to answer, or an answer not all on the socket. */
   get busy(): boolean {
-    return this.awaited !== null || this.head < this.queue.length || (this.lastRes !== null && !this.lastRes.writableFinished);
+    return this.awaited !== null || this.head < this.queue.length || this.unfinished() !== null;
+  }
+
+  /** The newest response, if Node has not written all of it. */
+  private unfinished(): ServerResponse | null {
+    const res = this.lastRes?.deref();
+    return res === undefined || res.writableFinished ? null : res;
   }
 
   /**
@@ -110,7 +131,7 @@ export class NodeConnection {
   refuse(bytes: Buffer): void {
     if (this.refusal !== null) return;
     this.refusal = bytes;
-    if (this.awaited === null && this.head >= this.queue.length) this.refuseWhenWritten();
+    this.refuseWhenWritten();
   }
 
   private start(req: IncomingMessage, res: ServerResponse): void {
@@ -119,6 +140,28 @@ export class NodeConnection {
     this.awaited = awaited;
     awaited.settled = this.settled;
   }
+
+  /**
+   * The client sent its last byte. It may only have half-closed, and read
+   * on: its answers are still given (Node's http server is told so). Or it
+   * may have gone, which only writes can tell: an answer still to come is
+   * preceded by a 100 (Continue), which an HTTP/1.1 client reads past
+   * (RFC 9110 15.2) and a client that has gone answers with a reset; a
+   * second one a moment later then fails, and the request is let go, with
+   * whatever work it started (a compression, docs/operations.md, Memory).
+   */
+  private readonly peerEnded = (): void => {
+    if (!this.probe()) return;
+    setTimeout(this.probe, GONE_PROBE_MS).unref();
+  };
+
+  /** A 100 (Continue) ahead of the answer still to come, if one is; whether one was written. */
+  private readonly probe = (): boolean => {
+    const awaited = this.awaited;
+    if (awaited === null || awaited.req.httpVersionMinor !== 1 || this.socket.destroyed) return false;
+    awaited.res.writeContinue();
+    return true;
+  };
 
   /** The awaited answer came: the requests behind it are served, in a later microtask than the write under way. */
   private readonly settled = (): void => {
@@ -146,16 +189,15 @@ export class NodeConnection {
     }
   };
 
-  /** Writes the refusal once the last response is on the socket, then closes. */
-  private refuseWhenWritten(): void {
-    const bytes = this.refusal!;
-    const last = this.lastRes;
-    const write = (): void => {
-      if (!this.socket.destroyed && this.socket.writable) this.socket.end(bytes);
-    };
-    if (last === null || last.writableFinished) write();
-    else last.once('close', write);
-  }
+  /** Writes the refusal once every answer before it is on the socket, then closes. */
+  private readonly refuseWhenWritten = (): void => {
+    if (this.socket.destroyed || !this.socket.writable) return;
+    // The requests before it are answered first; when the last one is, serveQueued looks again.
+    if (this.awaited !== null || this.head < this.queue.length) return;
+    const last = this.unfinished();
+    if (last !== null) last.once('close', this.refuseWhenWritten);
+    else this.socket.end(this.refusal!);
+  };
 }
 
 /** The connection of a socket, set when it was accepted. */

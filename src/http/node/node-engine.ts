@@ -117,12 +117,13 @@ class NodeApp implements App {
     // A request the parser refused gets the service's answer once those before it have theirs, then the connection closes.
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
       const code = err.code ?? '';
-      if (!socket.writable || code === 'ECONNRESET' || code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'HPE_HEADER_TIMEOUT') return socket.destroy();
+      // No connection yet: a TLS handshake that failed or timed out (https hands its errors here), with nothing to answer in.
+      const conn = connectionOf(socket);
+      if (!conn || !socket.writable || code === 'ECONNRESET' || code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'HPE_HEADER_TIMEOUT') return socket.destroy();
       let kind = REFUSALS[code] ?? 'badRequest';
       // Node 22 and later refuse a head of over 1,000 lines as too large: one under 64 KiB had too many lines.
-      const conn = connectionOf(socket);
-      if (kind === 'headTooLarge' && conn && socket.bytesRead - conn.bytesAtRequest < MAX_HEAD_BYTES) kind = 'headLines';
-      this.refuseOn(socket, kind);
+      if (kind === 'headTooLarge' && socket.bytesRead - conn.bytesAtRequest < MAX_HEAD_BYTES) kind = 'headLines';
+      conn.refuse(closingAnswer(this.routes.refused(kind)));
     });
   }
 
