@@ -7,6 +7,7 @@
  * for ever: once the suites are done, whatever still runs gets a few
  * seconds, is named, and the run fails.
  */
+import { writeFileSync } from 'node:fs';
 import { parse } from 'uvu/parse';
 
 const LINGER_MS = 15_000;
@@ -41,6 +42,8 @@ for (const group of g.UVU_QUEUE) {
   }
 }
 await uvu.exec(false);
+// Every file's seconds, for choosing what CI runs where (docs/testing.md).
+if (process.env.PROXYLIST_TEST_TIMES) writeFileSync(process.env.PROXYLIST_TEST_TIMES, JSON.stringify(Object.fromEntries([...spent].map(([name, ms]) => [name, Math.round(ms) / 1000])), null, 1));
 const slowest = [...spent].filter(([name]) => name !== 'null').sort((a, b) => b[1] - a[1]).slice(0, SLOWEST);
 console.log(`slowest files: ${slowest.map(([name, ms]) => `${name} ${(ms / 1000).toFixed(1)} s`).join(', ')}`);
 

@@ -168,8 +168,13 @@ test('behind an answer that comes later: the node engine answers every request i
 test('a client that half-closes after its request still gets an answer that comes later (node engine; uWebSockets.js closes, as the docs say)', async (ctx) => {
   for (const [name, port, tls] of both(ctx)) {
     const got = await rawExchange(port, await heldRequest(ctx.plain), { tls, waitMs: 10_000, halfClose: true });
-    // The node engine sends 100 (Continue) first, which tells a client that has gone from one that reads on.
-    assert.equal(got.statuses, engine.name === 'node' ? [100, 100, 304] : [], `${name}: ${got.text.slice(0, 120)}`);
+    // The node engine sends 100 (Continue) lines first (up to four in 250 ms), which tell a client that has gone from one that reads on.
+    if (engine.name === 'node') {
+      assert.is(got.statuses.at(-1), 304, `${name}: ${got.text.slice(0, 120)}`);
+      assert.equal(new Set(got.statuses.slice(0, -1)), new Set([100]), `${name}: ${got.statuses}`);
+    } else {
+      assert.equal(got.statuses, [], name);
+    }
     const list = await rawExchange(port, `GET /api?key=${TEST_KEY} HTTP/1.1\r\nHost: localhost\r\n\r\n`, { tls, waitMs: 10_000, halfClose: true });
     if (engine.name === 'node') assert.equal(list.statuses, [200], `${name}: a whole list`);
   }

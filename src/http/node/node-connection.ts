@@ -35,8 +35,14 @@ function readAgain(socket: NodeSocket): void {
   socket.resume();
 }
 
-/** How long after the first 100 (Continue) to a client that sent its last byte the second goes: a round trip on any network a client is on, for its reset to arrive. */
-const GONE_PROBE_MS = 200;
+/**
+ * When the 100 (Continue) probes go to a client that sent its last byte
+ * while an answer is still to come, in ms after it did: the first draws a
+ * reset from a client that has gone, and the next write after the reset
+ * arrives (a round trip later: microseconds on loopback, up to a few
+ * hundred ms across the world) fails.
+ */
+const GONE_PROBES_MS = [0, 10, 50, 250];
 
 /** An exchange whose answer comes after its handler returned (node-exchange.ts). */
 interface Awaited {
@@ -45,9 +51,10 @@ interface Awaited {
   settled: (() => void) | null;
 }
 
-/** What the node engine's connections share: whether the service drains (docs/operations.md, Draining). */
+/** What the node engine's connections share: whether the service drains (docs/operations.md, Draining), and which are open. */
 export interface ConnectionsState {
   draining: boolean;
+  readonly open: Set<NodeConnection>;
 }
 
 /**
@@ -64,8 +71,8 @@ export interface ConnectionsState {
 export class NodeConnection {
   /** The exchange whose answer is still to come; null when none is. */
   private awaited: Awaited | null = null;
-  /** Requests that arrived behind it, as request and response pairs, from `head` on. */
-  private readonly queue: Array<IncomingMessage | ServerResponse> = [];
+  /** Requests that arrived behind it, as request and response pairs, from `head` on (made for the first). */
+  private queue: Array<IncomingMessage | ServerResponse> = NO_QUEUE;
   private head = 0;
   /** Reading was stopped here, and goes on from here. */
   private stopped = false;
@@ -90,7 +97,10 @@ export class NodeConnection {
     private readonly serve: (conn: NodeConnection, req: IncomingMessage, res: ServerResponse) => Awaited | null,
   ) {
     socket.setTimeout(FIRST_REQUEST_MS);
-    socket.once('end', this.peerEnded);
+    (socket as WithConnection)[CONNECTION] = this;
+    state.open.add(this);
+    socket.on('end', peerEnded);
+    socket.on('close', closed);
   }
 
   /** A request Node parsed: served now, or once the one before it is answered. */
@@ -105,6 +115,7 @@ export class NodeConnection {
         this.socket.destroy();
         return;
       }
+      if (this.queue === NO_QUEUE) this.queue = [];
       this.queue.push(req, res);
       this.stopped = true;
       stopReading(this.socket);
@@ -138,38 +149,43 @@ export class NodeConnection {
     const awaited = this.serve(this, req, res);
     if (awaited === null) return;
     this.awaited = awaited;
-    awaited.settled = this.settled;
+    awaited.settled = () => this.settled();
   }
 
   /**
    * The client sent its last byte. It may only have half-closed, and read
    * on: its answers are still given (Node's http server is told so). Or it
    * may have gone, which only writes can tell: an answer still to come is
-   * preceded by a 100 (Continue), which an HTTP/1.1 client reads past
-   * (RFC 9110 15.2) and a client that has gone answers with a reset; a
-   * second one a moment later then fails, and the request is let go, with
-   * whatever work it started (a compression, docs/operations.md, Memory).
+   * preceded by 100 (Continue) lines, which an HTTP/1.1 client reads past
+   * (RFC 9110 15.2) and a client that has gone answers with a reset; the
+   * next one then fails, and the request is let go, with whatever work it
+   * started (a compression, docs/operations.md, Memory).
    */
-  private readonly peerEnded = (): void => {
-    if (!this.probe()) return;
-    setTimeout(this.probe, GONE_PROBE_MS).unref();
-  };
+  peerEnded(): void {
+    this.probeFrom(0);
+  }
+
+  /** Probe `i` of GONE_PROBES_MS now, and the next one after its delay while the answer is still to come. */
+  private probeFrom(i: number): void {
+    if (!this.probe() || i + 1 >= GONE_PROBES_MS.length) return;
+    setTimeout(() => this.probeFrom(i + 1), GONE_PROBES_MS[i + 1] - GONE_PROBES_MS[i]).unref();
+  }
 
   /** A 100 (Continue) ahead of the answer still to come, if one is; whether one was written. */
-  private readonly probe = (): boolean => {
+  private probe(): boolean {
     const awaited = this.awaited;
     if (awaited === null || awaited.req.httpVersionMinor !== 1 || this.socket.destroyed) return false;
     awaited.res.writeContinue();
     return true;
-  };
+  }
 
   /** The awaited answer came: the requests behind it are served, in a later microtask than the write under way. */
-  private readonly settled = (): void => {
+  private settled(): void {
     this.awaited = null;
-    queueMicrotask(this.serveQueued);
-  };
+    queueMicrotask(() => this.serveQueued());
+  }
 
-  private readonly serveQueued = (): void => {
+  private serveQueued(): void {
     while (this.awaited === null && this.head < this.queue.length) {
       if (this.socket.destroyed) break;
       const req = this.queue[this.head] as IncomingMessage;
@@ -187,23 +203,35 @@ export class NodeConnection {
         readAgain(this.socket);
       }
     }
-  };
+  }
 
   /** Writes the refusal once every answer before it is on the socket, then closes. */
-  private readonly refuseWhenWritten = (): void => {
+  private refuseWhenWritten(): void {
     if (this.socket.destroyed || !this.socket.writable) return;
     // The requests before it are answered first; when the last one is, serveQueued looks again.
     if (this.awaited !== null || this.head < this.queue.length) return;
     const last = this.unfinished();
-    if (last !== null) last.once('close', this.refuseWhenWritten);
+    if (last !== null) last.once('close', () => this.refuseWhenWritten());
     else this.socket.end(this.refusal!);
-  };
+  }
 }
 
 /** The connection of a socket, set when it was accepted. */
 const CONNECTION = Symbol('proxylist.connection');
 type WithConnection = Socket & { [CONNECTION]?: NodeConnection };
 export const connectionOf = (socket: Socket): NodeConnection | undefined => (socket as WithConnection)[CONNECTION];
+
+/** A socket's 'end' and 'close' listeners, one each for all: no closure per connection. */
+function peerEnded(this: Socket): void {
+  connectionOf(this)?.peerEnded();
+}
+function closed(this: Socket): void {
+  const conn = connectionOf(this);
+  if (conn) conn.state.open.delete(conn);
+}
+
+/** The queue of a connection that has not needed one. */
+const NO_QUEUE: Array<IncomingMessage | ServerResponse> = [];
 export const attachConnection = (conn: NodeConnection): void => {
   (conn.socket as WithConnection)[CONNECTION] = conn;
 };

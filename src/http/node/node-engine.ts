@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import { MAX_HEAD_BYTES, MAX_HEADER_LINES, type App, type Engine, type ListenSocket, type Refusal, type Route, type Routes, type Serve } from '../engine.js';
 import { TLS12_CIPHERS, type TlsPair } from '../tls-pair.js';
 import type { Head } from '../head.js';
-import { attachConnection, connectionOf, NodeConnection, type ConnectionsState } from './node-connection.js';
+import { connectionOf, NodeConnection, type ConnectionsState } from './node-connection.js';
 import { httpDate, NodeExchange } from './node-exchange.js';
 import { NodeRequest } from './node-request.js';
 
@@ -67,8 +67,7 @@ const REFUSE_ALL = -1;
 
 class NodeApp implements App {
   private readonly server: Server | HttpsServer;
-  private readonly state: ConnectionsState = { draining: false };
-  private readonly connections = new Set<NodeConnection>();
+  private readonly state: ConnectionsState = { draining: false, open: new Set() };
 
   constructor(private readonly routes: Routes, tls: TlsPair | null) {
     const secure = tls !== null;
@@ -103,12 +102,7 @@ class NodeApp implements App {
       handler(ex, new NodeRequest(req, target, q));
       return ex.answered || ex.aborted ? null : ex;
     };
-    server.on(secure ? 'secureConnection' : 'connection', (socket: Socket) => {
-      const conn = new NodeConnection(socket, this.state, serve);
-      attachConnection(conn);
-      this.connections.add(conn);
-      socket.once('close', () => this.connections.delete(conn));
-    });
+    server.on(secure ? 'secureConnection' : 'connection', (socket: Socket) => new NodeConnection(socket, this.state, serve));
     server.on('request', (req: IncomingMessage, res: ServerResponse) => connectionOf(req.socket)!.arrive(req, res));
     // Expect with anything but 100-continue (RFC 9110 10.1.1): 417, then a close; Node would answer it without a body.
     server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => refuse('expectation', req, res, connectionOf(req.socket)!));
@@ -159,8 +153,8 @@ class NodeApp implements App {
 
   closeQuiet(quietMs: number): number {
     const before = performance.now() - quietMs;
-    for (const conn of this.connections) if (!conn.busy && conn.lastSeenMs <= before) conn.socket.destroy();
-    return this.connections.size;
+    for (const conn of this.state.open) if (!conn.busy && conn.lastSeenMs <= before) conn.socket.destroy();
+    return this.state.open.size;
   }
 
   close(): void {
