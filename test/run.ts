@@ -1,6 +1,8 @@
 /**
  * `npm test` after the build: runs every uvu suite (or those whose file a
- * pattern after the command matches: `node dist/test/run.js 'access/'`)
+ * pattern after the command matches: `node dist/test/run.js 'access/'`,
+ * or `--engine-bound`: those that can fail differently on another engine,
+ * build of uWebSockets.js or Node.js line, docs/testing.md)
  * with a temporary folder of its own (TMPDIR), then fails if a test left a folder of the project's or a
  * process behind in it, and removes that folder whatever happened. A run
  * judges only what it made itself, so two runs on one machine, or a run
@@ -17,8 +19,17 @@ const root = mkdtempSync(join(tmpdir(), 'proxylist-tests-'));
 chmodSync(root, 0o1777);
 // The suites run in a child (test/suites.ts) that ends even when a failed test leaves something running.
 const suites = fileURLToPath(new URL('./suites.js', import.meta.url));
+/**
+ * The suites that talk to an HTTP engine about what engines do: the
+ * requests, answers and bodies on the wire, hostile clients, threads, TLS
+ * at the service and through the balancer. The rest (the store, queries,
+ * snapshots, limits, Redis, the command line, pages) runs the same code
+ * whatever the engine, and runs once in CI.
+ */
+const ENGINE_BOUND = '^(?:http|hostile|threads)/|^cli/tls-start|^cluster/(?:balancer-edge|https-balancer)';
+const wanted = process.argv[2] === '--engine-bound' ? ENGINE_BOUND : process.argv[2];
 // Only the suites themselves, never their source maps, whatever the pattern.
-const pattern = `${process.argv[2] ? `(?=.*(?:${process.argv[2]}))` : ''}.*\\.test\\.js$`;
+const pattern = `${wanted ? `(?=.*(?:${wanted}))` : ''}.*\\.test\\.js$`;
 const child = spawn(process.execPath, [suites, pattern], {
   stdio: 'inherit',
   env: { ...process.env, TMPDIR: root },
