@@ -186,6 +186,9 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     throw err;
   }
   log.info({ event: 'engine_selected', engine: engine.name, build: engine.build, passed_over: passedOver }, `the ${engine.name} engine serves, with ${engine.build}${passedOver.length ? ` (passed over: ${passedOver.join('; ')})` : ''}`);
+  if (!engine.timesOut) {
+    log.warn({ event: 'engine_without_timeouts', engine: engine.name, build: engine.build }, `${engine.build} closes no connection that is idle or slow: idle keep-alive, silent and slowloris connections hold their descriptors until the client leaves; put deploy/haproxy.cfg in front, or choose --engine node (docs/operations.md, What each build answers)`);
+  }
   if (threadCount < threadsAsked && o.threads !== undefined) {
     log.warn({ event: 'threads_unavailable', threads: threadsAsked, node: process.versions.node }, `the node engine serves from one thread on Node ${process.versions.node}: threads share a port from Node 22.12 on (docs/threads.md)`);
   }

@@ -15,6 +15,8 @@ export interface Engine {
   readonly build: string;
   /** The engine answers 400 itself to two Host lines (the service must count them otherwise). */
   readonly refusesBadHeads: boolean;
+  /** The engine closes connections that are idle or slow (docs/operations.md, What each build answers). */
+  readonly timesOut: boolean;
   /** The engine answers an Expect other than 100-continue itself (through `Routes.refused`): the service need not look. */
   readonly refusesExpectations: boolean;
   /** Several threads of one process can listen on one port. */
@@ -86,12 +88,6 @@ export const MAX_HEADER_LINES = 1000;
 export interface ListenSocket {
   readonly port: number;
   close(): void;
-  /**
-   * Pauses or resumes accepting without closing the socket, where the
-   * engine needs that: closing would also stop what enforces its timeouts.
-   * A connection that comes while paused is closed at once.
-   */
-  accepting?(on: boolean): void;
 }
 
 /** The routes served on a port, plain or over TLS. */

@@ -40,13 +40,12 @@ function countDescriptors(): { open: number; limit: number } | null {
  * (docs/operations.md, Memory, hostile clients and secrets). Once no descriptor is left, the accept of
  * uWebSockets.js fails and is woken again at once: the process would spin
  * and say nothing (Node's resets each new connection instead). So the descriptors in use are counted, and close to the
- * limit accepting pauses until enough are free again, with one log line
- * each way, as nginx does: uWebSockets.js stops listening (new connections
- * are refused), the node engine closes each new connection at once, since
- * closing its server would stop the timer of its head and request
- * timeouts. Every timeout goes on while paused, so that an attacker's
- * connections close and the service answers again within seconds. A
- * margin stays for the service's own files (a snapshot to load).
+ * limit the socket stops listening (new connections are refused) until
+ * enough are free again, with one log line each way, as nginx does. Every
+ * timeout goes on while paused (the node engine keeps its head timeout
+ * itself meanwhile), so that an attacker's connections close and the
+ * service answers again within seconds. A margin stays for the service's
+ * own files (a snapshot to load).
  */
 export class Listener {
   /** Times accepting was paused for want of descriptors. */
@@ -113,14 +112,10 @@ export class Listener {
     else await this.resume();
   }
 
-  /**
-   * Stops accepting: in place where the engine can (its timeouts go on
-   * running), else by closing the listening socket.
-   */
+  /** Stops accepting: the listening socket closes (the engine's timeouts go on). */
   private pause(): void {
     if (this.pausedNow) return;
     this.pausedNow = true;
-    if (this.token?.accepting) return this.token.accepting(false);
     this.token?.close();
     this.token = null;
   }
@@ -128,19 +123,15 @@ export class Listener {
   /** Accepts again; throws when the port cannot be had again (tried at the next check). */
   private async resume(): Promise<void> {
     if (!this.pausedNow || this.resuming) return;
-    if (this.token) {
-      this.token.accepting?.(true);
-    } else {
-      this.resuming = true;
-      try {
-        const token = await this.listen(this.port);
-        if (this.closed) return token.close();
-        this.token = token;
-      } finally {
-        this.resuming = false;
-      }
+    this.resuming = true;
+    try {
+      const token = await this.listen(this.port);
+      if (this.closed) return token.close();
+      this.token = token;
+      this.pausedNow = false;
+    } finally {
+      this.resuming = false;
     }
-    this.pausedNow = false;
   }
 
   /**
@@ -159,7 +150,6 @@ export class Listener {
     this.app = app;
     if (this.draining) app.drain();
     if (!token) return;
-    if (this.pausedNow) token.accepting?.(false);
     const previous = this.token;
     this.token = token;
     if (previous) setImmediate(() => previous.close());

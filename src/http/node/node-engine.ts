@@ -62,12 +62,10 @@ function closingAnswer({ head: h, body }: { head: Head; body: Uint8Array }): Buf
   return Buffer.concat([Buffer.from(text, 'latin1'), body]);
 }
 
-/** Node's net.Server closes each connection it accepts while its count is at least this: accepting paused in place (Node 20 reads 0 as no limit). */
-const REFUSE_ALL = -1;
-
 class NodeApp implements App {
   private readonly server: Server | HttpsServer;
   private readonly state: ConnectionsState = { draining: false, open: new Set() };
+  private sweeper: NodeJS.Timeout | null = null;
 
   constructor(private readonly routes: Routes, tls: TlsPair | null) {
     const secure = tls !== null;
@@ -139,11 +137,28 @@ class NodeApp implements App {
         const address = server.address();
         resolve({
           port: typeof address === 'object' && address ? address.port : port,
-          close: () => server.close(),
-          // Closing the server would stop the timer that enforces the head and request timeouts: connections are taken and closed at once instead.
-          accepting: (on) => (server.maxConnections = on ? Infinity : REFUSE_ALL),
+          close: () => {
+            server.close();
+            this.keepTimeouts();
+          },
         });
       });
+    });
+  }
+
+  /**
+   * A server that stops listening (accepting paused for want of
+   * descriptors, or a drain) stops Node's check of the head and request
+   * timeouts with it: until it listens again, a connection quiet for the
+   * head timeout with no request in progress (a slowloris head, an idle
+   * keep-alive) is closed here, each second.
+   */
+  private keepTimeouts(): void {
+    if (this.sweeper !== null) return;
+    this.sweeper = setInterval(() => this.closeQuiet(SERVER_OPTIONS.headersTimeout), SERVER_OPTIONS.connectionsCheckingInterval).unref();
+    this.server.once('listening', () => {
+      if (this.sweeper !== null) clearInterval(this.sweeper);
+      this.sweeper = null;
     });
   }
 
@@ -158,6 +173,8 @@ class NodeApp implements App {
   }
 
   close(): void {
+    if (this.sweeper !== null) clearInterval(this.sweeper);
+    this.sweeper = null;
     this.server.close();
     this.server.closeAllConnections();
   }
@@ -174,6 +191,7 @@ export function nodeEngine(): Engine {
     build: `node:http ${process.versions.node}`,
     refusesBadHeads: false,
     refusesExpectations: true,
+    timesOut: true,
     sharesPorts: hasReusePort(),
     app: (routes, tls) => new NodeApp(routes, tls),
   };

@@ -14,9 +14,9 @@ export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '
  * - v20.30.0: Node 16, 18 and 20, on older C libraries (Debian 12's 2.36).
  */
 const BUILDS = [
-  { name: 'uWebSockets.js', label: 'uWebSockets.js as installed', refusesBadHeads: true },
-  { name: 'uws-v20.57', label: 'uWebSockets.js v20.57.0', refusesBadHeads: true },
-  { name: 'uws-v20.30', label: 'uWebSockets.js v20.30.0', refusesBadHeads: false },
+  { name: 'uWebSockets.js', label: 'uWebSockets.js as installed', refusesBadHeads: true, timesOut: true },
+  { name: 'uws-v20.57', label: 'uWebSockets.js v20.57.0', refusesBadHeads: true, timesOut: false },
+  { name: 'uws-v20.30', label: 'uWebSockets.js v20.30.0', refusesBadHeads: false, timesOut: true },
 ] as const;
 
 /**
@@ -36,6 +36,12 @@ export interface UwsBuild {
    * v20.30 passes two Host lines on to the handler.
    */
   refusesBadHeads: boolean;
+  /**
+   * It closes a connection idle for 10 s: silent, a head that never ends,
+   * an idle keep-alive. v20.57 closes none, measured on Node 24
+   * (docs/operations.md, What each build answers).
+   */
+  timesOut: boolean;
   /** The builds passed over, and why. */
   passedOver: string[];
 }
@@ -101,7 +107,7 @@ export function loadUws(): typeof UWS {
       passedOver.push(`${build.label}: no native binary for Node ${process.versions.node} (ABI ${process.versions.modules}), or UWS_USE_FALLBACK is set`);
       continue;
     }
-    loaded = { uws, build: { label: build.label, refusesBadHeads: build.refusesBadHeads, passedOver } };
+    loaded = { uws, build: { label: build.label, refusesBadHeads: build.refusesBadHeads, timesOut: build.timesOut, passedOver } };
     return uws;
   }
   failedBuilds = passedOver;

@@ -48,6 +48,7 @@ export function uwsEngine(): Engine {
     build: build.label,
     refusesBadHeads: build.refusesBadHeads,
     refusesExpectations: false,
+    timesOut: build.timesOut,
     sharesPorts: true,
     app(routes: Routes, tls: TlsPair | null): App {
       // SSLApp throws when the bytes make no context; they were checked before they were handed here (core/certificate.ts).
