@@ -15,6 +15,7 @@ import { Sender } from './http/sender.js';
 import { Waiters } from './http/waiters.js';
 import type { HeldBudget } from './http/held-budget.js';
 import { Answers } from './http/answer.js';
+import { Repeats } from './http/repeats.js';
 import { Listener } from './http/listener.js';
 import { Selector } from './query/selection.js';
 import { Turns } from './http/turns.js';
@@ -106,10 +107,13 @@ export function startServing(p: ServingParts): Serving {
   // Swapped-out snapshots' change sets go before the held requests are woken on the new one.
   p.feed.onSwap(() => selector.clear());
   const answers = new Answers(bodies, sender);
+  const repeats = new Repeats();
+  // A repeated answer holds for its snapshot only.
+  p.feed.onSwap(() => repeats.clear());
   const waiters = new Waiters(p.clock, p.feed, queries, selector, answers, sender, p.log, p.held, p.heldSliceMs);
-  const metrics = new Metrics(p.feed, p.keys, cache, bodies, selector, turns, sender, waiters, p.life, p.clock, p.thread);
+  const metrics = new Metrics(p.feed, p.keys, cache, bodies, selector, turns, sender, waiters, repeats, p.life, p.clock, p.thread);
   const makeApp = createAppMaker({
-    engine: p.engine, clock: p.clock, feed: p.feed, keys: p.keys, limiter: p.limiter, trustProxy: p.trustProxy, queries, selector, turns, answers, waiters, sender, log: p.log, metrics,
+    engine: p.engine, clock: p.clock, feed: p.feed, keys: p.keys, limiter: p.limiter, trustProxy: p.trustProxy, queries, selector, turns, answers, waiters, sender, log: p.log, metrics, repeats,
     metricsAllow: p.metricsAllow, operatorHosts: p.operatorHosts, life: p.life, accessLog: p.accessLog, reports: p.reports(metrics),
   });
   const appFor = (tls: TlsPair | null): App => {

@@ -44,6 +44,12 @@ export class BytesBody implements Body {
   }
 }
 
+/** Bytes the response cache keeps, until it lets go of them (`gone`). */
+export interface Kept {
+  readonly bytes: Uint8Array;
+  readonly gone?: boolean;
+}
+
 /** A body that is, or will be, ready to read. */
 export interface Source {
   /** The length of the body, once known; -1 before. */
@@ -58,4 +64,6 @@ export interface Source {
   whenReady(ready: (ok: boolean) => void): () => void;
   /** A reader of the body from its start; only once the length is known. */
   open(): Body;
+  /** The response cache's entry whose bytes are the whole body, when they are: immutable, and kept while the cache keeps it. */
+  readonly kept?: Kept;
 }

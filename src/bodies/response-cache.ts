@@ -14,6 +14,8 @@ export interface CachedBody {
   rows: Uint32Array | null;
   /** Bare JSON: where each row's record ends in `bytes`. */
   ends: Uint32Array | null;
+  /** The cache let go of it: what still holds it (a repeated answer, http/repeats.ts) must not use it again. */
+  gone?: boolean;
 }
 
 /**
@@ -58,6 +60,9 @@ export class ResponseCache {
         maxEntrySize: Math.max(1, Math.floor(maxBytes / 2)),
         // A narrowed entry's views keep their whole buffers alive: those are what it costs.
         sizeCalculation: (e) => Math.max(1, e.bytes.buffer.byteLength + (e.rows?.buffer.byteLength ?? 0) + (e.ends?.buffer.byteLength ?? 0)),
+        dispose: (e) => {
+          e.gone = true;
+        },
       })
       : null;
   }
@@ -99,7 +104,7 @@ export class ResponseCache {
    * The body under `key` for the window ending at `end`: the cached one, or
    * a view of a wider window's, which is then kept in its place.
    */
-  lookup(key: string, end: number, store: Store, plan: Plan): { bytes: Uint8Array; tail: Uint8Array | null } | undefined {
+  lookup(key: string, end: number, store: Store, plan: Plan): CachedBody | { bytes: Uint8Array; tail: Uint8Array | null } | undefined {
     const cached = this.lru?.get(key);
     if (!cached || (cached.end !== end && !(cached.rows && end < cached.end))) return undefined;
     if (cached.end === end) return cached;
@@ -114,8 +119,7 @@ export class ResponseCache {
       joined.set(narrowed.tail, narrowed.bytes.length);
       narrowed = { ...narrowed, bytes: joined, tail: null };
     }
-    this.offer(key, { ...narrowed, end }, true);
-    return narrowed;
+    return this.offerEntry(key, { ...narrowed, end }, true) ?? narrowed;
   }
 
   /**
@@ -125,12 +129,17 @@ export class ResponseCache {
    * narrowed again and again never keeps more than twice its size.
    */
   offer(key: string, entry: CachedBody, owned: boolean): Uint8Array | undefined {
+    return this.offerEntry(key, entry, owned)?.bytes;
+  }
+
+  /** As `offer`, returning the entry kept. */
+  offerEntry(key: string, entry: CachedBody, owned: boolean): CachedBody | undefined {
     if (!this.lru || entry.bytes.length > this.lru.maxEntrySize) return undefined;
-    const stored = owned
+    const stored: CachedBody = owned
       ? { ...entry, bytes: compact(entry.bytes), rows: entry.rows && compact(entry.rows), ends: entry.ends && compact(entry.ends) }
       : { ...entry, bytes: entry.bytes.slice() };
     this.lru.set(key, stored);
-    return this.lru.has(key) ? stored.bytes : undefined;
+    return this.lru.has(key) ? stored : undefined;
   }
 
   clear(): void {

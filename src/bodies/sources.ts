@@ -14,7 +14,7 @@ import { COMPRESSIONS_AT_ONCE, Compression, CompressionSlots } from './compressi
 import { MIN_ENCODED_BYTES, type Encoding } from './content-coding.js';
 import { CHUNK_BYTES, Production, type ProductionOwner } from './production.js';
 import { ResponseCache, countBelow } from './response-cache.js';
-import { BytesBody, type Body, type Source } from './body.js';
+import { BytesBody, type Body, type Kept, type Source } from './body.js';
 
 /** Chunk buffers kept between productions. */
 const POOLED_CHUNKS = 128;
@@ -28,9 +28,12 @@ export const DEFAULT_WHOLE_BODIES_BYTES = 512 * 1024 * 1024;
 /** Bytes in memory, ready to send as they are. */
 class Ready implements Source {
   readonly total: number;
+  readonly kept: Kept | undefined;
 
-  constructor(private readonly bytes: Uint8Array, private readonly tail: Uint8Array | null, readonly encoding: Encoding | null) {
+  /** `entry`: the cache's entry these bytes are, if they are. */
+  constructor(private readonly bytes: Uint8Array, private readonly tail: Uint8Array | null, readonly encoding: Encoding | null, entry?: Kept) {
     this.total = bytes.length + (tail?.length ?? 0);
+    this.kept = tail === null && entry?.bytes === bytes ? entry : undefined;
   }
 
   whenReady(ready: (ok: boolean) => void): () => void {
@@ -129,7 +132,7 @@ export class BodySources implements ProductionOwner {
       const kept = this.cache.enabled ? this.cache.lookup(encodedKey, end, store, plan) : undefined;
       if (kept) {
         this.cacheHits++;
-        return new Ready(kept.bytes, null, encoding);
+        return new Ready(kept.bytes, null, encoding, 'end' in kept ? kept : undefined);
       }
       const running = this.underWay.get(encodedKey);
       if (running) {
@@ -169,15 +172,15 @@ export class BodySources implements ProductionOwner {
     const kept = this.cache.enabled ? this.cache.lookup(key, end, store, plan) : undefined;
     if (kept) {
       this.cacheHits++;
-      return new Ready(kept.bytes, kept.tail, null);
+      return new Ready(kept.bytes, kept.tail, null, 'end' in kept ? kept : undefined);
     }
     if (this.cache.enabled) this.cacheMisses++;
     if (plan.get === 'stats') {
       // A few hundred bytes at most, counted in one pass: never a production to join.
       this.productions++;
       const bytes = Buffer.from(statsJson(countStats(store, plan, end, this.scratch), store.meta.services, plan.pretty));
-      const cached = this.cache.enabled ? this.cache.offer(key, { bytes, tail: null, end, rows: null, ends: null }, true) : undefined;
-      return new Ready(cached ?? bytes, null, null);
+      const cached = this.cache.enabled ? this.cache.offerEntry(key, { bytes, tail: null, end, rows: null, ends: null }, true) : undefined;
+      return new Ready(cached?.bytes ?? bytes, null, null, cached);
     }
     const productionKey = `${key}|${end}`;
     const running = this.underWay.get(productionKey);
@@ -214,9 +217,9 @@ export class BodySources implements ProductionOwner {
       const ends = this.cache.enabled && narrow && plan.json ? new Uint32Array(n) : null;
       small.write(out, 0, n, ends);
       const cached = this.cache.enabled
-        ? this.cache.offer(key, { bytes: out.view(), tail: null, end, rows: narrow ? this.scratch.rows.slice(0, n) : null, ends }, false)
+        ? this.cache.offerEntry(key, { bytes: out.view(), tail: null, end, rows: narrow ? this.scratch.rows.slice(0, n) : null, ends }, false)
         : undefined;
-      if (cached) return new Ready(cached, null, null);
+      if (cached) return new Ready(cached.bytes, null, null, cached);
       return stable ? new Ready(out.view().slice(), null, null) : new Rendered(out);
     }
 

@@ -64,10 +64,19 @@ export class Answers {
     return this.bodies.source(s.store, s.plan, s.end, s.nowMs, encoding, shared, s.changes);
   }
 
-  /** 200 with the body of `source`, the selection's own unless given: at once, or once its length is known. */
-  ok(ex: Exchange, s: Selection, encoding: Encoding | null, rate: Headers, source = this.source(s, encoding)): void {
+  /**
+   * 200 with the body of `source`, the selection's own unless given: at
+   * once, or once its length is known. `sent` is told the head of an
+   * answer given at once, with its source.
+   */
+  ok(ex: Exchange, s: Selection, encoding: Encoding | null, rate: Headers, source = this.source(s, encoding), sent?: (h: Head, source: Source) => void): void {
     const v = validators(s, rate);
     const send = (): void => this.sender.body(ex, this.head(this.okHeads, OK, s.plan, source.encoding, v), source.open());
+    if (source.total >= 0 && sent) {
+      const h = this.head(this.okHeads, OK, s.plan, source.encoding, v);
+      sent(h, source);
+      return this.sender.body(ex, h, source.open());
+    }
     if (source.total >= 0) return send();
     // The body is being produced: the answer is written once its length (and its coding: a compression may fall back to the plain body) is known.
     ex.defer<boolean>((settle) => source.whenReady(settle), (ok) => (ok ? send() : this.sender.error(ex, HTTP_FAILURES.internal)));
@@ -75,7 +84,12 @@ export class Answers {
 
   /** 304: the client has the body, and the cursor it came with. */
   notModified(ex: Exchange, plan: Plan, v: Validators): void {
-    this.sender.notModified(ex, this.head(this.notModifiedHeads, NOT_MODIFIED, plan, null, { ...v, cursor: null, reset: false }));
+    this.sender.notModified(ex, this.notModifiedHead(plan, v));
+  }
+
+  /** The head of a 304 to `plan`. */
+  notModifiedHead(plan: Plan, v: Validators): Head {
+    return this.head(this.notModifiedHeads, NOT_MODIFIED, plan, null, { ...v, cursor: null, reset: false });
   }
 
   /**

@@ -23,6 +23,7 @@ import type { Sender } from './sender.js';
 import type { Turns } from './turns.js';
 import { ACCEPT_ENCODING, IF_NONE_MATCH, type Request } from './engine.js';
 import type { Waiters } from './waiters.js';
+import type { Repeats } from './repeats.js';
 
 export const MAX_TARGET_BYTES = 8192;
 /** A query this long fits the limit with any path of a few hundred bytes, even as 3-byte UTF-8 throughout. */
@@ -49,7 +50,15 @@ export interface ApiDeps {
   waiters: Waiters;
   sender: Sender;
   metrics: Metrics;
+  repeats: Repeats;
   log: Logger;
+}
+
+/** What a request's answer needs to be remembered for the next identical one (repeats.ts): null where it may not be. */
+interface Seed {
+  query: string;
+  key: string;
+  entry: KeyEntry;
 }
 
 /** The bytes `s` had on the wire: the engine turned each raw byte that was not UTF-8 into one 3-byte U+FFFD (engine.ts). */
@@ -79,7 +88,7 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: Request) =>
   const codings = new Codings();
 
   /** The checks of the errors of docs/api.md after the limits, once the limiter has decided, then the answer. */
-  const admitted = (ex: Exchange, memo: MemoEntry, entry: KeyEntry, verdict: Verdict, headers: RequestHeaders, nowMs: number, monoMs: number): void => {
+  const admitted = (ex: Exchange, memo: MemoEntry, entry: KeyEntry, verdict: Verdict, headers: RequestHeaders, nowMs: number, monoMs: number, seed: Seed | null): void => {
     const allowance = !hasRateFields(entry) ? null : verdict.allowance !== undefined ? verdict.allowance : deps.limiter.allowance(entry, nowMs, monoMs);
     const rate = allowance ? rateLimitHeaders(entry, allowance) : NO_HEADERS;
     if (!verdict.ok) {
@@ -87,7 +96,53 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: Request) =>
       return sender.error(ex, limitFailure(verdict.reason, verdict.retryAfterS), rate);
     }
     // From here on the request is counted, whatever its outcome.
-    answer(ex, memo, headers, rate, nowMs, true);
+    answer(ex, memo, headers, rate, nowMs, true, rate === NO_HEADERS && entry.limits.subnets === null ? seed : null);
+  };
+
+  /** The answer once the limiter has decided: at once, or after a round trip to a shared limiter, when `req` is gone. */
+  const decided = (ex: Exchange, memo: MemoEntry, entry: KeyEntry, verdict: Verdict | Promise<Verdict>, headers: RequestHeaders, nowMs: number, monoMs: number, seed: Seed | null): void => {
+    if (!(verdict instanceof Promise)) return admitted(ex, memo, entry, verdict, headers, nowMs, monoMs, seed);
+    ex.defer<Verdict | null>(
+      (settle) => {
+        verdict.then(settle, (err: unknown) => {
+          deps.log.error({ event: 'limiter_failed', err }, 'the usage limiter failed');
+          settle(null);
+        });
+      },
+      (v) => (v ? admitted(ex, memo, entry, v, headers, deps.clock.nowMs(), deps.clock.monotonicMs(), null) : sender.error(ex, HTTP_FAILURES.internal)),
+    );
+  };
+
+  /**
+   * A request identical to one answered in this second, on this snapshot,
+   * for the same key and coding (repeats.ts): the key's check, the limiter,
+   * and the remembered bytes. False, having done nothing, when it is not
+   * one; anything but a plain admission goes on down the whole path.
+   */
+  const repeat = (ex: Exchange, req: Request, query: string): boolean => {
+    const r = deps.repeats.get(query);
+    if (r === undefined) return false;
+    const store = deps.feed.current;
+    const nowMs = deps.clock.nowMs();
+    if (store === null || store.source.generation !== r.generation || Math.floor(nowMs / 1000) !== r.second || r.body.gone) return false;
+    const acceptEncoding = req.getHeader(ACCEPT_ENCODING);
+    if (acceptEncoding !== r.acceptEncoding) return false;
+    const inm = req.getHeader(IF_NONE_MATCH);
+    if (inm !== '' && inm !== r.etag) return false;
+    const entry = deps.keys.table.find(r.key, nowMs);
+    if (entry !== r.entry) return false;
+    ex.keyLabel = entry.label;
+    const monoMs = deps.clock.monotonicMs();
+    // A key without a subnet limit: its subnet is not read.
+    const verdict = deps.limiter.admit(entry, 0, nowMs, monoMs);
+    if (verdict instanceof Promise || !verdict.ok) {
+      decided(ex, deps.queries.read(query), entry, verdict, { acceptEncoding, ifNoneMatch: inm }, nowMs, monoMs, null);
+      return true;
+    }
+    deps.repeats.hits++;
+    if (inm !== '') sender.notModified(ex, r.notModified);
+    else sender.bytes(ex, r.ok, r.body.bytes);
+    return true;
   };
 
   /**
@@ -95,7 +150,7 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: Request) =>
    * pass over much of the store waits for a turn of its own first (`mayWait`),
    * and is then answered as of that turn.
    */
-  const answer = (ex: Exchange, memo: MemoEntry, headers: RequestHeaders, rate: Headers, nowMs: number, mayWait: boolean): void => {
+  const answer = (ex: Exchange, memo: MemoEntry, headers: RequestHeaders, rate: Headers, nowMs: number, mayWait: boolean, seed: Seed | null): void => {
     const store = deps.feed.current;
     const parsed = deps.queries.plan(memo, store?.meta.services ?? DEFAULT_SERVICES);
     if (!parsed.ok) return sender.error(ex, HTTP_FAILURES.badParameter(parsed.message), rate);
@@ -104,7 +159,7 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: Request) =>
     if (forged) return sender.error(ex, HTTP_FAILURES.badParameter(`Invalid since "${parsed.plan.since!.text}": ${forged}`), rate);
     const end = windowEnd(store, parsed.plan, nowMs);
     if (mayWait && deps.selector.heavy(store, parsed.plan, nowMs, end)) {
-      return ex.defer<null>((settle) => deps.turns.enqueue(() => settle(null)), () => answer(ex, memo, headers, rate, deps.clock.nowMs(), false));
+      return ex.defer<null>((settle) => deps.turns.enqueue(() => settle(null)), () => answer(ex, memo, headers, rate, deps.clock.nowMs(), false, null));
     }
 
     const selection = deps.selector.select(store, parsed.plan, nowMs, end);
@@ -116,13 +171,21 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: Request) =>
     }
     // A change set with `wait` is held while it is empty (docs/api.md, Keeping a list).
     if (selection.changes !== null && selection.plan.wait !== null && isEmpty(selection.changes) && deps.waiters.holdChanges(ex, memo, selection, encoding, rate)) return;
-    deps.answers.ok(ex, selection, encoding, rate);
+    const plan = selection.plan;
+    if (seed === null || plan.wait !== null || plan.since !== null || plan.sort === 'random') return deps.answers.ok(ex, selection, encoding, rate);
+    const nowS = Math.floor(nowMs / 1000);
+    deps.answers.ok(ex, selection, encoding, rate, undefined, (h, source) => {
+      if (source.kept === undefined) return deps.repeats.forget(seed.query);
+      const notModified = deps.answers.notModifiedHead(plan, validators(selection, rate));
+      deps.repeats.remember(seed.query, { key: seed.key, entry: seed.entry, acceptEncoding: headers.acceptEncoding, generation: store.source.generation, second: nowS, etag: selection.etag, ok: h, notModified, body: source.kept });
+    });
   };
 
   return (ex, req) => {
     const query = req.getQuery();
     // The path of this route is short: only a long query can make the target too long.
     if (query !== undefined && query.length > SHORT_QUERY_CHARS && targetTooLong(req.getUrl(), query)) return sender.error(ex, HTTP_FAILURES.uriTooLong);
+    if (query !== undefined && repeat(ex, req, query)) return;
     const memo = deps.queries.read(query);
     const raw = memo.raw;
 
@@ -144,15 +207,6 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: Request) =>
     // Read now: after a round trip to a shared limiter, `req` is gone.
     const headers: RequestHeaders = { acceptEncoding: req.getHeader(ACCEPT_ENCODING), ifNoneMatch: req.getHeader(IF_NONE_MATCH) };
     const verdict = deps.limiter.admit(entry, subnet, nowMs, monoMs);
-    if (!(verdict instanceof Promise)) return admitted(ex, memo, entry, verdict, headers, nowMs, monoMs);
-    ex.defer<Verdict | null>(
-      (settle) => {
-        verdict.then(settle, (err: unknown) => {
-          deps.log.error({ event: 'limiter_failed', err }, 'the usage limiter failed');
-          settle(null);
-        });
-      },
-      (v) => (v ? admitted(ex, memo, entry, v, headers, deps.clock.nowMs(), deps.clock.monotonicMs()) : sender.error(ex, HTTP_FAILURES.internal)),
-    );
+    decided(ex, memo, entry, verdict, headers, nowMs, monoMs, query === undefined ? null : { query, key: presented[0], entry });
   };
 }

@@ -10,6 +10,7 @@ import type { ResponseCache } from '../bodies/response-cache.js';
 import type { Sender } from './sender.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Waiters } from './waiters.js';
+import type { Repeats } from './repeats.js';
 
 export type LimitKind = 'subnet' | 'frequency' | 'daily';
 
@@ -37,7 +38,7 @@ export class Metrics {
   private readonly routes = new Map<string, RouteStats>();
 
   /** `thread`: this serving thread's number (0 for the main one), for the responses each thread answered. */
-  constructor(feed: StoreFeed, keys: KeysInForce, cache: ResponseCache, bodies: BodySources, selector: Selector, turns: Turns, sender: Sender, waiters: Waiters, life: Lifecycle, clock: Clock, private readonly thread = 0) {
+  constructor(feed: StoreFeed, keys: KeysInForce, cache: ResponseCache, bodies: BodySources, selector: Selector, turns: Turns, sender: Sender, waiters: Waiters, repeats: Repeats, life: Lifecycle, clock: Clock, private readonly thread = 0) {
     const registers = [this.registry];
     // Event-loop delay sampled every millisecond: at the default 10 ms, every reading carries up to 10 ms of the sampling interval.
     collectDefaultMetrics({ register: this.registry, prefix: 'proxylist_', eventLoopMonitoringPrecision: 1 });
@@ -72,6 +73,7 @@ export class Metrics {
     gauge('proxylist_body_budget_peak_bytes', 'The most bytes of that budget ever taken at once', () => bodies.memory.budget.peak);
     counterFrom({ name: 'proxylist_body_budget_refusals_total', help: 'Bodies or chunks not kept, and compressions sent plain, for want of room in the budget' }, () => bodies.memory.budget.refusals);
     gauge('proxylist_compressions_waiting', 'Compressions waiting for their turn (a few run at once)', () => bodies.slots.waiting);
+    counterFrom({ name: 'proxylist_repeated_answers_total', help: 'Answers given as the one before to the same query in the same second: the key checked, the limiter asked, the remembered bytes written' }, () => repeats.hits);
     counterFrom({ name: 'proxylist_change_sets_total', help: 'Change sets worked out (since=), each shared by the held requests of one cursor and selection' }, () => selector.changeSets);
     gauge('proxylist_stores_held', 'Stores in memory, in every thread: the one served, and those swapped out until a collection lets go of them', storesHeld);
     gauge('proxylist_snapshot_history_snapshots', 'Snapshots the change sets still start from (--history-s)', () => feed.current?.history.snapshots.length ?? 0);

@@ -119,8 +119,9 @@ test('an in-place rewrite is retried until it decodes, and never served half-wri
 test('after a swap, a query answered from the cache before gets the new snapshot\'s bytes', async ({ t }) => {
   const query = 'get=json&time=99999&count=50&pretty=0';
   const old = NaiveEngine.fromFile(version(0)).answer(query, t.clock.nowMs()).body;
+  const productions = t.server.bodies.productions;
   for (let i = 0; i < 3; i++) assert.is(await (await t.api(query)).text(), old);
-  assert.ok(t.server.bodies.cacheHits >= 2, 'answered from the cache');
+  assert.is(t.server.bodies.productions - productions, 1, 'rendered once, then answered from what the first answer kept');
   const next = version(8);
   writeFileAtomic(t.snapshot, next);
   await eventually(async () => (await servedVersion(t)) === 8, 10_000, 'version 8');
