@@ -84,9 +84,8 @@ export class NodeConnection {
    * gone, which it cannot be before), every answer is on the socket.
    */
   private lastRes: WeakRef<ServerResponse> | null = null;
-  /** Requests seen, and the bytes read when the newest one was (a refused head's size is what came after). */
+  /** Requests seen. */
   requests = 0;
-  bytesAtRequest = 0;
   /** When this connection was accepted or its newest request arrived. */
   lastSeenMs = performance.now();
 
@@ -106,7 +105,6 @@ export class NodeConnection {
   /** A request Node parsed: served now, or once the one before it is answered. */
   arrive(req: IncomingMessage, res: ServerResponse): void {
     if (this.requests++ === 0) this.socket.setTimeout(0);
-    this.bytesAtRequest = this.socket.bytesRead;
     this.lastSeenMs = performance.now();
     this.lastRes = new WeakRef(res);
     if (this.awaited !== null || this.head < this.queue.length) {

@@ -51,6 +51,14 @@ function hasHost(raw: string[]): boolean {
   return false;
 }
 
+/** The read a head overflowed in has more line breaks than a head may have lines. */
+function tooManyLines(read: Buffer | undefined): boolean {
+  if (!read) return false;
+  let n = 0;
+  for (let i = read.indexOf(10); i >= 0 && n <= MAX_HEADER_LINES; i = read.indexOf(10, i + 1)) n++;
+  return n > MAX_HEADER_LINES;
+}
+
 /** An absolute-form target's scheme and authority (RFC 9112 3.2.2): served as the path it names. */
 const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
 
@@ -113,8 +121,8 @@ class NodeApp implements App {
       const conn = connectionOf(socket);
       if (!conn || !socket.writable || code === 'ECONNRESET' || code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'HPE_HEADER_TIMEOUT') return socket.destroy();
       let kind = REFUSALS[code] ?? 'badRequest';
-      // Node 22 and later refuse a head of over 1,000 lines as too large: one under 64 KiB had too many lines.
-      if (kind === 'headTooLarge' && socket.bytesRead - conn.bytesAtRequest < MAX_HEAD_BYTES) kind = 'headLines';
+      // Node 22 and later refuse a head of over 1,000 lines as too large: the read it failed in shows which.
+      if (kind === 'headTooLarge' && tooManyLines((err as { rawPacket?: Buffer }).rawPacket)) kind = 'headLines';
       conn.refuse(closingAnswer(this.routes.refused(kind)));
     });
   }

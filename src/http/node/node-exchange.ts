@@ -4,10 +4,41 @@ import type { Head } from '../head.js';
 import type { NodeConnection } from './node-connection.js';
 
 const HSTS = ['Strict-Transport-Security', 'max-age=31536000'];
-const NONE: string[] = [];
 /** While the service drains, every answer closes its connection, and says so (Node then closes it once the answer is written). */
 const CLOSE = ['Connection', 'close'];
-const DATE = 'Date';
+
+/** How a head ends, after its own lines: Date then the length (a body), the length then Date (HEAD), Date alone (a 304). */
+const BODY = 0;
+const HEAD_ONLY = 1;
+const EMPTY = 2;
+type Ending = typeof BODY | typeof HEAD_ONLY | typeof EMPTY;
+
+/**
+ * A head's lines as Node's writeHead takes them, with places for the Date
+ * and the length: made once per head, ending and connection, and filled
+ * in for each answer. writeHead reads the array before it returns, so one
+ * array serves every answer of the head.
+ */
+interface Lines {
+  readonly lines: string[];
+  readonly dateAt: number;
+  readonly lengthAt: number;
+}
+const linesOf = new WeakMap<Head, Lines[]>();
+
+function lines(h: Head, secure: boolean, close: boolean, ending: Ending): Lines {
+  let all = linesOf.get(h);
+  if (all === undefined) linesOf.set(h, (all = []));
+  const i = ending * 4 + (secure ? 2 : 0) + (close ? 1 : 0);
+  let l = all[i];
+  if (l === undefined) {
+    const own = [...h.lines, ...(secure ? HSTS : []), ...(close ? CLOSE : [])];
+    const tail = ending === BODY ? ['Date', '', 'Content-Length', ''] : ending === HEAD_ONLY ? ['Content-Length', '', 'Date', ''] : ['Date', ''];
+    const at = (name: string): number => (tail.includes(name) ? own.length + tail.indexOf(name) + 1 : -1);
+    all[i] = l = { lines: [...own, ...tail], dateAt: at('Date'), lengthAt: at('Content-Length') };
+  }
+  return l;
+}
 /**
  * A body's last write up to this long is copied rather than held until it
  * is on the socket: the copy costs less than keeping the response pending.
@@ -89,31 +120,34 @@ export class NodeExchange extends Exchange {
   }
 
   /**
-   * Writes the head held by writeHead, with `last` after the Date
-   * (uWebSockets.js's order), `first` before it. `close`: Connection: close,
-   * as while draining, and to a client that half-closed (Node would keep
-   * the connection for a head without a Connection line).
+   * Writes the head held by writeHead, in uWebSockets.js's order of lines,
+   * with the length `total` unless it ends without one. `close`:
+   * Connection: close, as while draining, and to a client that
+   * half-closed (Node would keep the connection for a head without a
+   * Connection line).
    */
-  private begin(first: readonly string[], last: readonly string[], close = this.conn.state.draining || this.conn.socket.readableEnded): void {
+  private begin(ending: Ending, total: number, close = this.conn.state.draining || this.conn.socket.readableEnded): void {
     const h = this.h!;
-    const lines = h.lines.concat(this.secure ? HSTS : NONE, close ? CLOSE : NONE, first, DATE, httpDate(), last);
-    this.res.writeHead(h.code, h.reason, lines);
+    const l = lines(h, this.secure, close, ending);
+    l.lines[l.dateAt] = httpDate();
+    if (l.lengthAt >= 0) l.lines[l.lengthAt] = String(total);
+    this.res.writeHead(h.code, h.reason, l.lines);
   }
 
-  tryEnd(chunk: Uint8Array, total: number): [boolean, boolean] {
+  tryEnd(chunk: Uint8Array, total: number, stable = false): [boolean, boolean] {
     if (this.unflushed > 0) return [false, false];
     if (this.ended) return [true, true];
     // Gone: its close makes it aborted.
     if (this.res.destroyed) return [false, false];
     if (this.h !== null) {
-      this.begin([], ['Content-Length', String(total)]);
+      this.begin(BODY, total);
       this.h = null;
     }
     this.written += chunk.length;
     if (this.written >= total && chunk.length <= COPIED_BYTES) {
-      // A last write this small is copied: Node holds bytes of its own, and the response is done at once.
+      // A last write this small is done at once: copied, or handed to Node as it is when it never changes (the cache's bytes), since it is no bigger than a copy held.
       this.ended = true;
-      this.res.end(Buffer.from(chunk));
+      this.res.end(stable ? chunk : Buffer.from(chunk));
       return [true, true];
     }
     this.unflushed++;
@@ -135,17 +169,17 @@ export class NodeExchange extends Exchange {
   }
 
   endHead(total: number): void {
-    this.begin(['Content-Length', String(total)], []);
+    this.begin(HEAD_ONLY, total);
     this.res.end();
   }
 
   endEmpty(): void {
-    this.begin([], []);
+    this.begin(EMPTY, 0);
     this.res.end();
   }
 
   endAndClose(body: Uint8Array): void {
-    this.begin(NONE, ['Content-Length', String(body.length)], true);
+    this.begin(BODY, body.length, true);
     this.res.end(body);
   }
 
