@@ -23,7 +23,7 @@ import type { Sender } from './sender.js';
 import type { Turns } from './turns.js';
 import { ACCEPT_ENCODING, IF_NONE_MATCH, type Request } from './engine.js';
 import type { Waiters } from './waiters.js';
-import type { Repeats } from './repeats.js';
+import { asBuffer, type Repeats } from './repeats.js';
 
 export const MAX_TARGET_BYTES = 8192;
 /** A query this long fits the limit with any path of a few hundred bytes, even as 3-byte UTF-8 throughout. */
@@ -141,7 +141,7 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: Request) =>
     }
     deps.repeats.hits++;
     if (inm !== '') sender.notModified(ex, r.notModified);
-    else sender.bytes(ex, r.ok, r.body.bytes);
+    else sender.bytes(ex, r.ok, r.bytes);
     return true;
   };
 
@@ -177,7 +177,7 @@ export function createApiHandler(deps: ApiDeps): (ex: Exchange, req: Request) =>
     deps.answers.ok(ex, selection, encoding, rate, undefined, (h, source) => {
       if (source.kept === undefined) return deps.repeats.forget(seed.query);
       const notModified = deps.answers.notModifiedHead(plan, validators(selection, rate));
-      deps.repeats.remember(seed.query, { key: seed.key, entry: seed.entry, acceptEncoding: headers.acceptEncoding, generation: store.source.generation, second: nowS, etag: selection.etag, ok: h, notModified, body: source.kept });
+      deps.repeats.remember(seed.query, { key: seed.key, entry: seed.entry, acceptEncoding: headers.acceptEncoding, generation: store.source.generation, second: nowS, etag: selection.etag, ok: h, notModified, body: source.kept, bytes: asBuffer(source.kept.bytes) });
     });
   };
 

@@ -28,6 +28,12 @@ export interface Repeat {
   readonly notModified: Head;
   /** The body, while the cache keeps it: its bytes are then immutable, and counted in the cache's budget. */
   readonly body: Kept;
+  /** Its bytes as a Buffer (a view, no copy): Node's http takes a Buffer as it is, and wraps any other Uint8Array at each write. */
+  readonly bytes: Buffer;
+}
+
+export function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
 }
 
 /**
