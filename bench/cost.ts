@@ -101,7 +101,7 @@ try {
   const { snapshot, keys } = benchFiles(work, 'cost', RECORDS);
   const rows = [];
   for (const name of PARTS) for (const engine of ENGINES) rows.push(await part(engine, name, snapshot, keys, work));
-  writeResult(quick ? 'cost-quick' : 'cost', { date: new Date().toISOString(), node: process.versions.node, records: RECORDS, runs: RUNS, seconds: SECONDS, rows });
+  writeResult(`cost${quick ? '-quick' : ''}-node${process.versions.node.split('.')[0]}`, { date: new Date().toISOString(), node: process.versions.node, records: RECORDS, runs: RUNS, seconds: SECONDS, rows });
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
