@@ -2,8 +2,9 @@
  * CPU per answer (docs/operations.md, Where it runs): each engine against
  * the bare server of its own kind serving the same bytes and header lines
  * (contenders/ceiling.ts for uws, contenders/node-ceiling.ts for the node
- * engine), on the small answers (`SMALL_MIX`) and on the real mix
- * (`REAL_MIX`, answers of 0 to 40 KB). CPU per answer is the server
+ * engine), on the small answers (`SMALL_MIX`, each with a `count`) and on
+ * the real mix (`REAL_MIX`: a third of it medium answers whose window moves
+ * every second, rendered again each second). CPU per answer is the server
  * process's CPU time (utime + stime of every thread, /proc/PID/stat) over
  * the answers wrk counted. Each server runs alone on core 0 (one serving
  * thread), wrk on core 1; the runs alternate (service, bare server) and the
