@@ -145,9 +145,9 @@ export class NodeExchange extends Exchange {
     }
     this.written += chunk.length;
     if (this.written >= total && chunk.length <= COPIED_BYTES) {
-      // A last write this small is done at once: copied, or handed to Node as it is when it never changes (the cache's bytes), since it is no bigger than a copy held.
+      // A last write this small is done at once: copied, or handed to Node as it is when it never changes (the cache's bytes) and what it keeps alive is no more than two copies.
       this.ended = true;
-      this.res.end(stable ? chunk : Buffer.from(chunk));
+      this.res.end(stable && chunk.buffer.byteLength <= 2 * COPIED_BYTES ? chunk : Buffer.from(chunk));
       return [true, true];
     }
     this.unflushed++;
