@@ -12,7 +12,7 @@ import { Pages } from './pages.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { TlsPair } from './tls-pair.js';
 import { usageReport } from './usage.js';
-import { ACCEPT_ENCODING, CONTENT_LENGTH, EXPECT, HOST, IF_NONE_MATCH, type App, type Engine, type Request, type Refusal, type Route, type Serve } from './engine.js';
+import { ACCEPT_ENCODING, CONTENT_LENGTH, EXPECT, HOST, IF_NONE_MATCH, type App, type Engine, type Request, type LingerEnd, type Refusal, type Route, type Serve } from './engine.js';
 
 type Handler = (ex: Exchange, req: Request) => void;
 
@@ -243,6 +243,7 @@ export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => App {
       const failure = REFUSALS[kind];
       return { head: sender.errorHeadOf(failure, kind === 'method' ? ALLOW : []), body: Buffer.from(`Error: ${failure.message}`) };
     },
+    lingered: (end: LingerEnd) => deps.metrics.lingered(end),
   };
   return (tls) => deps.engine.app(routes, tls);
 }

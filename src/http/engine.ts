@@ -69,7 +69,12 @@ export interface Routes {
    * connection. `kind` says why.
    */
   refused(kind: Refusal): { head: Head; body: Uint8Array };
+  /** A connection closed after a refusal, once what the client still sent was read and dropped (a lingering close): how it ended. */
+  lingered(end: LingerEnd): void;
 }
+
+/** How a lingering close ended: the client closed, or the time or the bytes allowed ran out. */
+export type LingerEnd = 'client' | 'time' | 'bytes';
 
 /**
  * Why an engine refused a request: its head was over 64 KiB or had over

@@ -11,6 +11,7 @@ import type { Sender } from './sender.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Waiters } from './waiters.js';
 import type { Repeats } from './repeats.js';
+import type { LingerEnd } from './engine.js';
 
 export type LimitKind = 'subnet' | 'frequency' | 'daily';
 
@@ -35,6 +36,7 @@ class RouteStats {
 export class Metrics {
   readonly registry = new Registry();
   private readonly rejections: Counter<'limit'>;
+  private readonly lingerings: Counter<'end'>;
   private readonly routes = new Map<string, RouteStats>();
 
   /** `thread`: this serving thread's number (0 for the main one), for the responses each thread answered. */
@@ -43,6 +45,7 @@ export class Metrics {
     // Event-loop delay sampled every millisecond: at the default 10 ms, every reading carries up to 10 ms of the sampling interval.
     collectDefaultMetrics({ register: this.registry, prefix: 'proxylist_', eventLoopMonitoringPrecision: 1 });
     this.rejections = new Counter({ name: 'proxylist_limit_rejections_total', help: 'Requests refused by a usage limit', labelNames: ['limit'], registers });
+    this.lingerings = new Counter({ name: 'proxylist_lingering_closes_total', help: 'Connections closed after a refusal once what the client still sent was read and dropped, by how that ended: client (it closed), time or bytes (the bound ran out)', labelNames: ['end'], registers });
     const gauge = (name: string, help: string, read: () => number) =>
       new Gauge({ name, help, registers, collect() { this.set(read()); } });
     // Totals kept elsewhere, exposed as counters: read when scraped.
@@ -111,6 +114,7 @@ export class Metrics {
     });
     gauge('proxylist_keys_file_rejected', '1 while the keys file is missing or its last version was rejected (the keys in force stay)', () => (keys.lastError === null ? 0 : 1));
     for (const limit of ['subnet', 'frequency', 'daily'] as const) this.rejections.labels(limit).inc(0);
+    for (const end of ['client', 'time', 'bytes'] as const) this.lingerings.labels(end).inc(0);
   }
 
   /**
@@ -168,5 +172,9 @@ export class Metrics {
 
   rejected(limit: LimitKind): void {
     this.rejections.labels(limit).inc();
+  }
+
+  lingered(end: LingerEnd): void {
+    this.lingerings.labels(end).inc();
   }
 }

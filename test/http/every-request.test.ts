@@ -1,9 +1,12 @@
 import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { TestAuthority } from '../../support/certificates.js';
 import { rawExchange } from '../helpers/raw-http.js';
-import { TEST_KEY, startTestServer, tempDir, testEngine, type TestServer } from '../helpers/server.js';
+import { metricValue } from '../helpers/http-read.js';
+import { TEST_KEY, eventually, startTestServer, tempDir, testEngine, type TestServer } from '../helpers/server.js';
 import { version } from '../helpers/snapshots.js';
 
 /**
@@ -177,6 +180,62 @@ test('a client that half-closes after its request still gets an answer that come
     }
     const list = await rawExchange(port, `GET /api?key=${TEST_KEY} HTTP/1.1\r\nHost: localhost\r\n\r\n`, { tls, waitMs: 10_000, halfClose: true });
     if (engine.name === 'node') assert.equal(list.statuses, [200], `${name}: a whole list`);
+  }
+});
+
+/** A head of about `kb` KB: over 64 KiB, so refused with 431. */
+const bigHead = (kb: number): Buffer => Buffer.from(`GET /health HTTP/1.1\r\nHost: localhost\r\nX-Pad: ${'x'.repeat(kb * 1024)}\r\n\r\n`);
+
+test('the node engine: a 431 to a head of 70 KB, 100 KB and 1 MB reaches a client still sending it, plain and TLS (a lingering close), 20 times each', async (ctx) => {
+  if (engine.name !== 'node') return;
+  for (const [name, port, tls] of both(ctx)) {
+    for (const kb of [70, 100, 1024]) {
+      const head = bigHead(kb);
+      for (let i = 0; i < 20; i++) {
+        const got = await rawExchange(port, head, { tls, waitMs: 10_000 });
+        assert.equal(got.statuses, [431], `${name}, ${kb} KB, try ${i}: ${got.text.slice(0, 60)}`);
+        assert.ok(got.closed, `${name}, ${kb} KB: closed after the 431`);
+      }
+    }
+  }
+});
+
+/** Writes a head over 64 KiB, then up to 64 MB more as fast as the socket takes it: the bytes written when the connection closed. */
+function flood(port: number, tls: { ca: Buffer } | undefined): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const socket = tls ? tlsConnect({ host: '127.0.0.1', port, servername: 'localhost', ca: tls.ca }) : connect({ host: '127.0.0.1', port });
+    const chunk = Buffer.alloc(256 * 1024, 120);
+    let bytes = 0;
+    const pump = (): void => {
+      while (bytes < 64 * 1024 * 1024 && socket.writable) {
+        bytes += chunk.length;
+        if (!socket.write(chunk)) return void socket.once('drain', pump);
+      }
+    };
+    socket.once(tls ? 'secureConnect' : 'connect', () => {
+      socket.write(bigHead(70));
+      pump();
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolve(bytes));
+  });
+}
+
+test('the node engine: a client that goes on sending after its 431 is cut off once it sent 4 MB more; /metrics counts how lingering closes end', async (ctx) => {
+  if (engine.name !== 'node') return;
+  for (const [name, port, tls] of both(ctx)) {
+    const sent = await flood(port, tls);
+    assert.ok(sent < 32 * 1024 * 1024, `${name}: cut off after ${sent} bytes`);
+  }
+  const t = await startTestServer({ snapshot: version(1) });
+  try {
+    const count = async (end: string) => metricValue(await (await t.get('/metrics')).text(), `proxylist_lingering_closes_total{end="${end}"}`);
+    assert.equal([await count('client'), await count('bytes')], [0, 0]);
+    assert.equal((await rawExchange(t.server.port, bigHead(100), { waitMs: 10_000 })).statuses, [431]);
+    await flood(t.server.port, undefined);
+    await eventually(async () => (await count('client')) === 1 && (await count('bytes')) === 1, 5000, 'one lingering close ended by the client, one by the bytes bound');
+  } finally {
+    await t.close();
   }
 });
 

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { LingerEnd } from '../engine.js';
 
 /**
  * How long a connection may stay silent before its first request, as
@@ -15,6 +16,16 @@ export const FIRST_REQUEST_MS = 10_000;
  * requests). Past this a connection is closed: the reading did not stop.
  */
 const MAX_QUEUED = 4096;
+/**
+ * After a refusal is written and the connection half-closed, what the
+ * client still sends is read and dropped for this long and up to this many
+ * bytes (nginx's lingering close): closing at once with unread bytes resets
+ * the connection, and the reset can reach the client before it reads the
+ * refusal (a head of 100 KB over TLS). Past either bound the socket is
+ * destroyed.
+ */
+export const LINGER_MS = 5000;
+export const LINGER_BYTES = 4 * 1024 * 1024;
 
 /**
  * Stops Node reading a connection's requests, as Node does itself when a
@@ -55,6 +66,8 @@ interface Awaited {
 export interface ConnectionsState {
   draining: boolean;
   readonly open: Set<NodeConnection>;
+  /** Counts a lingering close as it ends. */
+  readonly lingered: (end: LingerEnd) => void;
 }
 
 /**
@@ -78,6 +91,9 @@ export class NodeConnection {
   private stopped = false;
   /** The answer to a request the parser refused, written once every answer before it is on the socket. */
   private refusal: Buffer | null = null;
+  /** The refusal is written: what arrives is dropped (LINGER_MS, LINGER_BYTES), counted from this many bytes read; -1 before. */
+  private lingerFrom = -1;
+  private lingerEnded = false;
   /**
    * The response of the newest request, held weakly: an idle connection
    * keeps none alive. Node answers in order, so once it is finished (or
@@ -210,7 +226,35 @@ export class NodeConnection {
     if (this.awaited !== null || this.head < this.queue.length) return;
     const last = this.unfinished();
     if (last !== null) last.once('close', () => this.refuseWhenWritten());
-    else this.socket.end(this.refusal!);
+    else {
+      this.socket.end(this.refusal!);
+      this.lingerFrom = this.socket.bytesRead;
+      const limit = setTimeout(() => this.stopLingering('time'), LINGER_MS);
+      this.socket.once('close', () => {
+        clearTimeout(limit);
+        this.stopLingering('client');
+      });
+    }
+  }
+
+  /** Ends a lingering close, counted once by how it ended. */
+  private stopLingering(end: LingerEnd): void {
+    if (this.lingerEnded) return;
+    this.lingerEnded = true;
+    this.state.lingered(end);
+    this.socket.destroy();
+  }
+
+  /**
+   * Bytes arrived after the refusal was written (Node's parser, which has
+   * failed, reports each read as another error): dropped, or the socket
+   * destroyed once the client sent more than LINGER_BYTES. False before
+   * the refusal is written.
+   */
+  lingered(): boolean {
+    if (this.lingerFrom < 0) return false;
+    if (this.socket.bytesRead - this.lingerFrom > LINGER_BYTES) this.stopLingering('bytes');
+    return true;
   }
 }
 

@@ -72,10 +72,11 @@ function closingAnswer({ head: h, body }: { head: Head; body: Uint8Array }): Buf
 
 class NodeApp implements App {
   private readonly server: Server | HttpsServer;
-  private readonly state: ConnectionsState = { draining: false, open: new Set() };
+  private readonly state: ConnectionsState;
   private sweeper: NodeJS.Timeout | null = null;
 
   constructor(private readonly routes: Routes, tls: TlsPair | null) {
+    this.state = { draining: false, open: new Set(), lingered: (end) => routes.lingered(end) };
     const secure = tls !== null;
     const server = (this.server = tls ? createHttpsServer({ ...SERVER_OPTIONS, ...TLS_OPTIONS, cert: Buffer.from(tls.cert), key: Buffer.from(tls.key) }) : createHttpServer(SERVER_OPTIONS));
     // Node's own switch (no option sets it): a client that half-closes after its request still gets its answer, then the connection closes.
@@ -119,6 +120,7 @@ class NodeApp implements App {
       const code = err.code ?? '';
       // No connection yet: a TLS handshake that failed or timed out (https hands its errors here), with nothing to answer in.
       const conn = connectionOf(socket);
+      if (conn?.lingered()) return;
       if (!conn || !socket.writable || code === 'ECONNRESET' || code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'HPE_HEADER_TIMEOUT') return socket.destroy();
       let kind = REFUSALS[code] ?? 'badRequest';
       // Node 22 and later refuse a head of over 1,000 lines as too large: the read it failed in shows which.
