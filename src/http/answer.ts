@@ -71,13 +71,16 @@ export class Answers {
    */
   ok(ex: Exchange, s: Selection, encoding: Encoding | null, rate: Headers, source = this.source(s, encoding), sent?: (h: Head, source: Source) => void): void {
     const v = validators(s, rate);
-    const send = (): void => this.sender.body(ex, this.head(this.okHeads, OK, s.plan, source.encoding, v), source.open());
-    if (source.total >= 0 && sent) {
+    const send = (): Head => {
       const h = this.head(this.okHeads, OK, s.plan, source.encoding, v);
-      sent(h, source);
-      return this.sender.body(ex, h, source.open());
+      this.sender.body(ex, h, source.open());
+      return h;
+    };
+    if (source.total >= 0) {
+      const h = send();
+      sent?.(h, source);
+      return;
     }
-    if (source.total >= 0) return send();
     // The body is being produced: the answer is written once its length (and its coding: a compression may fall back to the plain body) is known.
     ex.defer<boolean>((settle) => source.whenReady(settle), (ok) => (ok ? send() : this.sender.error(ex, HTTP_FAILURES.internal)));
   }
