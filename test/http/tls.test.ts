@@ -100,9 +100,17 @@ https('a client that reads slower than the socket takes (curl --limit-rate) gets
   // Left to the once-a-second push instead, the body did not arrive within curl's 20 s (a bound on a hang, about 20 times the pace).
   const args = ['-sS', '--limit-rate', '8M', '--max-time', '20', '--cacert', ctx.authority.ca, '--resolve', `localhost:${port}:127.0.0.1`, '-o', join(ctx.dir, 'slow.json'), '-w', '%{http_code}', `https://localhost:${port}${path}`];
   // Not spawnSync: the server answers from this process's event loop.
-  const overTls = await new Promise<{ status: string; stderr: string }>((resolve) => execFile('curl', args, (_err, stdout, stderr) => resolve({ status: stdout, stderr })));
+  const started = performance.now();
+  const overTls = await new Promise<{ status: string; stderr: string; code: number }>((resolve) =>
+    execFile('curl', args, (err, stdout, stderr) => resolve({ status: stdout, stderr, code: Number(err?.code ?? 0) })),
+  );
+  const took = Math.round(performance.now() - started);
   assert.is(overTls.status, '200', overTls.stderr);
-  assert.ok(readFileSync(join(ctx.dir, 'slow.json')).equals(plain.body), `the same ${plain.body.length} bytes`);
+  const got = readFileSync(join(ctx.dir, 'slow.json'));
+  let differs = 0;
+  while (differs < got.length && got[differs] === plain.body[differs]) differs++;
+  const seen = `curl exit ${overTls.code} after ${took} ms (${overTls.stderr.trim()}); ${got.length} bytes, the first difference at ${differs}`;
+  assert.ok(got.equals(plain.body), `the same ${plain.body.length} bytes: ${seen}`);
 });
 
 https('since and wait over HTTPS: a held request is answered on a new snapshot', async (ctx) => {

@@ -6,6 +6,19 @@ import type { HttpResponse } from './load.js';
 const HSTS_NAME = Buffer.from('Strict-Transport-Security');
 const HSTS_VALUE = Buffer.from('max-age=31536000');
 
+/**
+ * The most one `tryEnd` gives uWebSockets.js over TLS: one record. OpenSSL
+ * sends a larger write record by record, and when the socket fills midway it
+ * reports nothing written while the records before went out; uWebSockets.js
+ * then counts nothing either, and the next write from that offset must be at
+ * least as long as what went out, or OpenSSL fails the connection for good
+ * (v20.30 also moves part of it into its cork buffer first, so the retry is
+ * shorter). The connection then hung with the body half sent. One record
+ * is sent whole or kept whole, and the retry from the same offset is never
+ * shorter than it.
+ */
+const TLS_RECORD = 16 * 1024;
+
 /** What the exchanges of one app share: whether the service drains (docs/operations.md, Draining). */
 export interface UwsState {
   draining: boolean;
@@ -43,7 +56,11 @@ export class UwsExchange extends Exchange {
   }
 
   tryEnd(chunk: Uint8Array, total: number): [boolean, boolean] {
-    return this.res.tryEnd(chunk, total);
+    if (!this.secure || chunk.length <= TLS_RECORD) return this.res.tryEnd(chunk, total);
+    for (let at = 0; ; at += TLS_RECORD) {
+      const result = this.res.tryEnd(chunk.subarray(at, at + TLS_RECORD), total);
+      if (!result[0] || result[1] || at + TLS_RECORD >= chunk.length) return result;
+    }
   }
 
   writeOffset(): number {
