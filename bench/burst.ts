@@ -4,12 +4,16 @@
  *   whole store, about 70 MB) over and over, while one more connection sends
  *   small queries; default options.
  * - 1,000,000 records: 16 connections on `time=3600&get=json` (about 350 MB).
- * The same bytes are served by the bare uWebSockets.js ceiling in the same
- * run. Reported: the small queries' p99, the big bodies per second,
+ * The same bytes are served in the same run, runs alternating, by the bare
+ * server of the engine's kind: the uWebSockets.js ceiling, or a bare
+ * node:http server for `--engine node`. Reported: the small queries'
+ * answers, p50 and p99, the big bodies per second, each against the
+ * ceiling's in the same round,
  * the server's peak RSS (VmHWM) and its longest event-loop delay
  * (from its own /metrics, which prom-client reads with monitorEventLoopDelay).
  * Servers on core 0, wrk on core 1.
- * Run: npm run bench -- burst [--quick]   (--quick: 200,000 records, 1 run)
+ * Run: npm run bench -- burst [--quick] [--engine uws|node] [--runs N] [--cli PATH]
+ *   (--quick: 200,000 records, 1 run; --cli: another build's dist/src/cli/main.js)
  */
 import { type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -17,10 +21,15 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../support/ports.js';
-import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, round2, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkResult } from './harness.js';
+import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, option, round2, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkResult } from './harness.js';
 
 const quick = process.argv.includes('--quick');
-const RUNS = quick ? 1 : 3;
+const RUNS = Number(option('runs') ?? (quick ? 1 : 3));
+const ENGINE = option('engine') ?? 'uws';
+/** Each engine against the bare server of its own kind, serving the same bytes. */
+const CEILING = ENGINE === 'node' ? { name: 'bare node:http', file: './contenders/node-ceiling.js' } : { name: 'uWS ceiling', file: './contenders/ceiling.js' };
+/** Another build's server (dist/src/cli/main.js of a worktree), to compare revisions. */
+const SERVER_CLI = option('cli') ?? CLI;
 const SECONDS = 10;
 const SMALL = ['type=http&count=100', 'get=json&country=us&count=50', 'type=socks5&anon=elite&count=20', 'get=json&pretty=0&works=90&count=200'];
 const cases = [
@@ -56,42 +65,44 @@ async function runCase(c: (typeof cases)[number], work: string): Promise<Record<
   const bigPath = `/api?key=${BENCH_KEY}&${c.big}`;
   const smallPaths = SMALL.map((q) => `/api?key=${BENCH_KEY}&${q}`);
   const [serverPort, ceilingPort] = await freePorts(2);
-  const rows: Row[] = [];
-
-  const server = startPinned(process.execPath, [CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(serverPort), '--host', '127.0.0.1', '--log-level', 'warn']);
-  let index: string;
-  let bigBytes: number;
+  const server = startPinned(process.execPath, [SERVER_CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(serverPort), '--host', '127.0.0.1', '--log-level', 'warn', '--engine', ENGINE]);
+  let ceiling: ChildProcess | null = null;
   try {
     await waitFor(`http://127.0.0.1:${serverPort}/health`, 180_000, (s) => s === 200);
     const bodies = join(work, `bodies-${c.records}`);
     mkdirSync(bodies, { recursive: true });
     const captured = await captureBodies(serverPort, [bigPath, ...smallPaths], bodies);
-    index = captured.index;
-    bigBytes = captured.captured[0].body.length;
-    console.error(`[${c.records}] big body ${(bigBytes / 1e6).toFixed(1)} MB, ${c.readers} readers`);
-    const runs = [];
-    for (let i = 0; i < RUNS; i++) runs.push(await burst(serverPort, bigPath, c.readers, smallPaths, work, true));
-    rows.push({ name: 'proxylist (defaults)', ...pick(runs), peak_rss_mb: peakRssMb(server) });
+    const bigBytes = captured.captured[0].body.length;
+    console.error(`[${c.records}] big body ${(bigBytes / 1e6).toFixed(1)} MB, ${c.readers} readers, ${ENGINE} engine against ${CEILING.name}`);
+    ceiling = startPinned(process.execPath, [fileURLToPath(new URL(CEILING.file, import.meta.url)), captured.index, String(ceilingPort)]);
+    await waitFor(`http://127.0.0.1:${ceilingPort}${smallPaths[0]}`, 60_000, (s) => s === 200);
+    // Alternating, so that the machine's drift touches both alike.
+    const ours: Array<Omit<Row, 'name' | 'peak_rss_mb'>> = [];
+    const top: Array<Omit<Row, 'name' | 'peak_rss_mb'>> = [];
+    for (let i = 0; i < RUNS; i++) {
+      ours.push(await burst(serverPort, bigPath, c.readers, smallPaths, work, true));
+      top.push(await burst(ceilingPort, bigPath, c.readers, smallPaths, work, false));
+      console.error(`[${c.records}] run ${i + 1}: ${JSON.stringify(ours[i])} / ${JSON.stringify(top[i])}`);
+    }
+    const rows: Row[] = [
+      { name: `proxylist, ${ENGINE} engine (defaults)`, ...pick(ours), peak_rss_mb: peakRssMb(server) },
+      { name: `${CEILING.name} (same bytes)`, ...pick(top), peak_rss_mb: peakRssMb(ceiling) },
+    ];
+    const ratios = (f: (r: Omit<Row, 'name' | 'peak_rss_mb'>) => number) => ours.map((r, i) => round2(f(r) / f(top[i])));
+    return {
+      records: c.records, big_query: c.big, big_mb: Math.round(bigBytes / 1e5) / 10, readers: c.readers, rows,
+      // Per run, this server's figure over the ceiling's in the same round.
+      vs_ceiling: {
+        small_answered: ratios((r) => r.small_rps),
+        small_p50: ratios((r) => r.small_p50_ms),
+        small_p99: ratios((r) => r.small_p99_ms),
+        big_rate: ratios((r) => r.big_mb_per_s),
+      },
+    };
   } finally {
     await stop(server);
+    if (ceiling) await stop(ceiling);
   }
-  await sleep(500);
-  const ceiling = startPinned(process.execPath, [fileURLToPath(new URL('./contenders/ceiling.js', import.meta.url)), index, String(ceilingPort)]);
-  try {
-    await waitFor(`http://127.0.0.1:${ceilingPort}${smallPaths[0]}`, 60_000, (s) => s === 200);
-    const runs = [];
-    for (let i = 0; i < RUNS; i++) runs.push(await burst(ceilingPort, bigPath, c.readers, smallPaths, work, false));
-    rows.push({ name: 'uWS ceiling (same bytes)', ...pick(runs), peak_rss_mb: peakRssMb(ceiling) });
-  } finally {
-    await stop(ceiling);
-  }
-  for (const r of rows) console.error(`[${c.records}] ${JSON.stringify(r)}`);
-  const [ours, top] = rows;
-  return {
-    records: c.records, big_query: c.big, big_mb: Math.round(bigBytes / 1e5) / 10, readers: c.readers, rows,
-    big_rps_vs_ceiling: round2(ours.big_rps / top.big_rps),
-    small_p99_target_ms: Math.max(20, 2 * top.small_p99_ms),
-  };
 }
 
 /** The run with the median big-body throughput; the worst small p99 and loop delay of all runs. */
@@ -111,8 +122,8 @@ const work = mkdtempSync(join(tmpdir(), 'proxylist-burst-'));
 try {
   const results = [];
   for (const c of cases) results.push(await runCase(c, work));
-  const doc = { date: new Date().toISOString(), cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, runs: RUNS, seconds: SECONDS, small_queries: SMALL, results };
-  writeResult(quick ? 'burst-quick' : 'burst', doc, false);
+  const doc = { date: new Date().toISOString(), cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, engine: ENGINE, runs: RUNS, seconds: SECONDS, small_queries: SMALL, results };
+  writeResult(`burst-${ENGINE}${quick ? '-quick' : ''}`, doc, false);
   console.log('| records | contender | big bodies/s | MB/s | small p50 ms | small p99 ms | peak RSS MB | longest loop delay ms | errors |\n|---|---|---|---|---|---|---|---|---|');
   for (const r of results as Array<{ records: number; rows: Row[] }>) {
     for (const row of r.rows) console.log(`| ${r.records.toLocaleString('en')} | ${row.name} | ${row.big_rps} | ${row.big_mb_per_s} | ${row.small_p50_ms} | ${row.small_p99_ms} | ${row.peak_rss_mb} | ${row.loop_delay_max_ms ?? '-'} | ${row.errors} |`);

@@ -121,6 +121,14 @@ export abstract class Exchange {
   abstract writeOffset(): number;
   /** `more` runs each time the socket takes more again; it returns whether it wrote all it had. */
   abstract onWritable(more: () => boolean): void;
+  /**
+   * The engine says the socket takes more when a write it was given is on
+   * the socket (node), not when the event loop finds the socket writable
+   * (uWebSockets.js). A write the kernel takes at once says so before the
+   * loop reads anything else, so writing more from there would chain a
+   * whole body's writes ahead of every request waiting to be read.
+   */
+  abstract readonly writableOnFlush: boolean;
   /** Ends a HEAD answer: its length, no body. */
   abstract endHead(total: number): void;
   /** Ends an answer without body or length (a 304). */

@@ -82,6 +82,17 @@ const MAX_WRITE = 512 * 1024;
  * for one pass's time: one request's work, as each request's is.
  */
 const INLINE_BYTES = 256 * 1024;
+/**
+ * Where the engine keeps a write until it is on the socket (node), the most
+ * writes handed over and not yet flushed, across all bodies, before the
+ * queue waits for one of them: Node's loop writes what sockets take of
+ * them when it polls, in one go and before it reads any request, so
+ * writes under way are what a small answer waits for. One such write that
+ * has not flushed for UNFLUSHED_STALE_MS is a client that does not read,
+ * whose socket takes nothing more meanwhile: it is no longer counted.
+ */
+const MAX_UNFLUSHED = 2;
+const UNFLUSHED_STALE_MS = 10;
 /** A client that has taken no byte for this long is left to the timeout. */
 const STALL_LIMIT_MS = 60_000;
 /** A client that has taken no byte for this long is parked: its body gives back what it holds until it reads on. */
@@ -101,7 +112,11 @@ export class Sender {
   private readonly pending = new Set<Outgoing>();
   /** Pending bodies whose sockets take more, in turn. */
   private readonly queue: Outgoing[] = [];
+  /** Pending bodies whose last write the engine still holds (MAX_UNFLUSHED). */
+  private readonly unflushed = new Set<Outgoing>();
   private draining = false;
+  /** A pass is due once writes held too long no longer count (MAX_UNFLUSHED). */
+  private retry: NodeJS.Timeout | null = null;
   /** When the last pass over the queue ended: the next one lasts as long as the loop ran since. */
   private passEndedMs = 0;
   private pusher: NodeJS.Timeout | null = null;
@@ -215,12 +230,15 @@ export class Sender {
     o.offset = offset;
     o.progressAtMs = o.wroteAtMs = performance.now();
     this.pending.add(o);
+    if (!ex.holdsNothing()) this.unflushed.add(o);
     ex.onAbort(() => this.finish(o));
     this.pusher ??= setInterval(() => this.pushAll(), PUSH_INTERVAL_MS).unref();
-    // The socket takes more: written now, for one pass's time at most, and the rest in turn with the others.
+    // The socket takes more: written now, for one pass's time at most, and the rest in turn with the others
+    // (all of it in turn where the engine says so as a write flushes: the requests that came meanwhile go first).
     ex.onWritable(() => {
+      this.unflushed.delete(o);
       if (ex.aborted || !this.pending.has(o)) return true;
-      if (o.head !== null) {
+      if (o.head !== null || ex.writableOnFlush) {
         this.enqueue(o);
         return true;
       }
@@ -294,6 +312,11 @@ export class Sender {
     const now = performance.now();
     const until = now + Math.max(PASS_MS, Math.min(MAX_PASS_MS, now - this.passEndedMs));
     while (this.queue.length > 0 && performance.now() < until) {
+      if (this.unflushed.size >= MAX_UNFLUSHED && this.writesUnderWay() >= MAX_UNFLUSHED) {
+        // A flush enqueues its body, which brings the next pass; a write that never flushes stops counting.
+        this.retry ??= setTimeout(this.retried, UNFLUSHED_STALE_MS);
+        break;
+      }
       const o = this.queue.shift()!;
       o.queued = false;
       if (o.ex.aborted || !this.pending.has(o)) continue;
@@ -308,9 +331,26 @@ export class Sender {
         }
         const [, finished] = this.sendRest(o, ex.writeOffset(), until);
         if (finished) this.finish(o);
+        else if (!ex.holdsNothing()) this.unflushed.add(o);
       });
     }
     this.passEndedMs = performance.now();
+    if (this.queue.length > 0 && !this.draining && this.retry === null) {
+      this.draining = true;
+      setImmediate(this.drain);
+    }
+  };
+
+  /** Writes the engine holds that were handed over less than UNFLUSHED_STALE_MS ago. */
+  private writesUnderWay(): number {
+    const since = performance.now() - UNFLUSHED_STALE_MS;
+    let n = 0;
+    for (const o of this.unflushed) if (o.wroteAtMs > since) n++;
+    return n;
+  }
+
+  private readonly retried = (): void => {
+    this.retry = null;
     if (this.queue.length > 0 && !this.draining) {
       this.draining = true;
       setImmediate(this.drain);
@@ -354,6 +394,7 @@ export class Sender {
 
   /** The body of `o` is sent, given up or aborted: nothing reads it any more. */
   private finish(o: Outgoing): void {
+    this.unflushed.delete(o);
     if (!this.pending.delete(o)) return;
     o.ex.onAbort(null);
     o.body.release();

@@ -71,6 +71,7 @@ export function httpDate(): string {
  * largest, 512 KB) is held per reader.
  */
 export class NodeExchange extends Exchange {
+  readonly writableOnFlush = true;
   private h: Head | null = null;
   /** Body bytes handed to Node. */
   private written = 0;

@@ -30,6 +30,7 @@ export interface UwsState {
  * Date, its mark and Content-Length.
  */
 export class UwsExchange extends Exchange {
+  readonly writableOnFlush = false;
   /** `Connection: close` is in the head: the service drains, and the client is told to go. */
   private closeSaid = false;
 
