@@ -84,8 +84,9 @@ const MAX_WRITE = 512 * 1024;
 const INLINE_BYTES = 256 * 1024;
 /**
  * Where the engine keeps a write until it is on the socket (node), the most
- * writes handed over and not yet flushed, across all bodies, before the
- * queue waits for one of them: Node's loop writes what sockets take of
+ * writes from the queue handed over and not yet flushed, across all bodies,
+ * before the queue waits for one of them (a handler's first write is an
+ * answer ready in its handler, never held back): Node's loop writes what sockets take of
  * them when it polls, in one go and before it reads any request, so
  * writes under way are what a small answer waits for. One such write that
  * has not flushed for UNFLUSHED_STALE_MS is a client that does not read,
@@ -230,7 +231,6 @@ export class Sender {
     o.offset = offset;
     o.progressAtMs = o.wroteAtMs = performance.now();
     this.pending.add(o);
-    if (!ex.holdsNothing()) this.unflushed.add(o);
     ex.onAbort(() => this.finish(o));
     this.pusher ??= setInterval(() => this.pushAll(), PUSH_INTERVAL_MS).unref();
     // The socket takes more: written now, for one pass's time at most, and the rest in turn with the others
@@ -238,7 +238,8 @@ export class Sender {
     ex.onWritable(() => {
       this.unflushed.delete(o);
       if (ex.aborted || !this.pending.has(o)) return true;
-      if (o.head !== null || ex.writableOnFlush) {
+      // A flush of the body's last bytes ends it here: nothing is left to take turns with.
+      if (o.head !== null || (ex.writableOnFlush && ex.writeOffset() < o.body.total)) {
         this.enqueue(o);
         return true;
       }
