@@ -1,7 +1,7 @@
 /**
  * Latency, not only throughput: what a client waits for, by size of answer,
  * against the bare uWebSockets.js ceiling and nginx serving the same bytes.
- * - mix, gzip, small: wrk (1 thread x 64 connections) drives the workload
+ * - mix, gzip, small, big: wrk (1 thread x 64 connections) drives the workload
  *   for SECONDS while a prober process (bench/probe.ts, 4 connections more)
  *   times every answer it gets on the same rotation. wrk gives throughput
  *   and the whole mix's p50/p90/p99/max, the prober the same per size class.
@@ -14,7 +14,7 @@
  *   latency over time (bench/results/latency-burst.svg).
  * Servers on core 0, wrk and the prober on core 1. `--cli PATH` runs
  * another build's server (dist/src/cli/main.js of a worktree), to compare.
- * Run: npm run bench -- latency [--quick] [--records N] [--only mix,gzip,small,burst] [--cli PATH]
+ * Run: npm run bench -- latency [--quick] [--records N] [--only mix,gzip,small,big,burst] [--cli PATH]
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { freePorts } from '../support/ports.js';
 import { startNginx } from './contenders/nginx.js';
 import { BENCH_KEY, benchFiles, captureBodies, CLI, median, option, probe, recordsOption, round2, sleep, startPinned, startServer, startWrk, stop, waitFor, writeResult, wrk, type ProbeSample, type WrkResult } from './harness.js';
-import { LATENCY_MIX, SMALL_MIX } from './mix.js';
+import { LATENCY_MIX, SMALL_MIX, SMALL_WITH_BIG_MIX } from './mix.js';
 import { latencyPicture, type Series } from './picture.js';
 
 const quick = process.argv.includes('--quick');
@@ -33,7 +33,7 @@ const RECORDS = recordsOption(100_000);
 const BURST = { records: 200_000, big: 'time=100000&get=json', readers: 30, small: ['type=http&count=100', 'get=json&country=us&count=50', 'type=socks5&anon=elite&count=20', 'get=json&pretty=0&works=90&count=200'] };
 const GZIP = 'Accept-Encoding: gzip';
 const only = process.argv.indexOf('--only');
-const parts = only < 0 ? ['mix', 'gzip', 'small', 'burst'] : process.argv[only + 1].split(',');
+const parts = only < 0 ? ['mix', 'gzip', 'small', 'big', 'burst'] : process.argv[only + 1].split(',');
 const SERVER_CLI = option('cli') ?? CLI;
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const api = (q: string) => `/api?key=${BENCH_KEY}${q ? '&' + q : ''}`;
@@ -42,6 +42,7 @@ const WORKLOADS = [
   { id: 'mix', mix: LATENCY_MIX, header: '' },
   { id: 'gzip', mix: LATENCY_MIX, header: GZIP },
   { id: 'small', mix: SMALL_MIX, header: '' },
+  { id: 'big', mix: SMALL_WITH_BIG_MIX, header: '' },
 ].filter((w) => parts.includes(w.id));
 
 /** Size classes of an answer's body on the wire, upper bounds in bytes. */

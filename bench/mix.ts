@@ -74,3 +74,11 @@ export const REAL_MIX: readonly string[] = [...COUNTED_SMALL, ...UNCOUNTED_MEDIU
  * tuned either).
  */
 export const LATENCY_MIX: readonly string[] = [...QUERY_MIX.filter((q) => q !== 'get=json'), 'time=1800&type=http', 'get=json&pretty=0&type=http'];
+
+/**
+ * Small answers with a few big ones among them: the small answers and three
+ * whole lists of 0.36 to 0.9 MB at 100,000 records, a city's JSON over 2
+ * hours and two types' lists over 30 minutes and 2 hours, none counted (not
+ * to be tuned either).
+ */
+export const SMALL_WITH_BIG_MIX: readonly string[] = [...SMALL_MIX, 'lang=en&city=Moscow&time=7200&get=json', 'time=1800&type=http', 'time=7200&type=https'];

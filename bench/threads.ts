@@ -6,6 +6,8 @@
  *   threads, the same build with 1 thread, and nginx with 2 workers serving
  *   the bytes the server answered, and nginx with 1 worker; wrk with 2
  *   threads, 64 connections; alternating, median of `RUNS` × 10 s.
+ * - big: the same with the small answers and a few big ones
+ *   (`SMALL_WITH_BIG_MIX`).
  * - costs: the CPU one small answer costs the server (1 thread) and wrk
  *   (1 thread), each pinned to a core of its own, and what that allows on two
  *   shared cores.
@@ -15,7 +17,7 @@
  * - burst: 30 readers of the whole JSON dump beside a client of small
  *   queries: the small queries' p99 with 1 and 2 threads.
  *
- * Run: npm run bench -- threads [--records N] [--only throughput,costs,rss,reload,burst]
+ * Run: npm run bench -- threads [--records N] [--only throughput,big,costs,rss,reload,burst]
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
@@ -23,9 +25,9 @@ import { join } from 'node:path';
 import { freePorts } from '../support/ports.js';
 import { startNginx } from './contenders/nginx.js';
 import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, option, recordsOption, round2, SERVER_CORE, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
-import { SMALL_MIX } from './mix.js';
+import { SMALL_MIX, SMALL_WITH_BIG_MIX } from './mix.js';
 
-const PARTS = ['throughput', 'costs', 'rss', 'reload', 'burst'] as const;
+const PARTS = ['throughput', 'big', 'costs', 'rss', 'reload', 'burst'] as const;
 const only = (option('only') ?? PARTS.join(',')).split(',');
 const records = recordsOption(100_000);
 const BOTH = '0,1';
@@ -37,7 +39,8 @@ const work = process.env.TMPDIR!;
 const keys = join(work, 'keys.json');
 writeBenchKeys(keys);
 const now = Math.floor(Date.now() / 1000);
-const small = SMALL_MIX.map((q) => `/api?key=${BENCH_KEY}${q ? '&' + q : ''}`);
+const api = (q: string) => `/api?key=${BENCH_KEY}${q ? '&' + q : ''}`;
+const small = SMALL_MIX.map(api);
 
 const snapshotOf = (rows: number, seed = 1): string => {
   const file = join(work, `snapshot-${rows}-${seed}.msgpack`);
@@ -65,15 +68,16 @@ const cpuSeconds = (pid: number): number => {
 };
 const medianRun = (rs: WrkResult[]) => ({ ...rs.find((x) => x.rps === median(rs.map((y) => y.rps)))!, runs_rps: rs.map((x) => x.rps) });
 
-async function throughput(): Promise<void> {
+/** `paths` from 1 and 2 threads and from nginx with 1 and 2 workers serving the same bytes; results under `name`. */
+async function throughput(name: string, paths: string[]): Promise<void> {
   const snapshot = snapshotOf(records);
   const runs: Record<'one' | 'two' | 'nginx1' | 'nginx2', WrkResult[]> = { one: [], two: [], nginx1: [], nginx2: [] };
   for (let r = 0; r < RUNS; r++) {
     for (const threads of [1, 2]) {
       runs[threads === 1 ? 'one' : 'two'].push(
         await withServer(snapshot, threads, async (port) => {
-          wrk(port, small, 2, work, LOAD);
-          return wrk(port, small, SECONDS, work, LOAD);
+          wrk(port, paths, 2, work, LOAD);
+          return wrk(port, paths, SECONDS, work, LOAD);
         }),
       );
     }
@@ -81,14 +85,14 @@ async function throughput(): Promise<void> {
     await withServer(snapshot, 1, async (port) => {
       const dir = join(work, `nginx-${r}`);
       mkdirSync(dir, { recursive: true });
-      const { captured } = await captureBodies(port, small, dir);
+      const { captured } = await captureBodies(port, paths, dir);
       for (const workers of [1, 2]) {
         const [nginxPort] = await freePorts(1);
         const nginx = startNginx(captured, nginxPort, join(dir, `nginx-${workers}`), undefined, { workers, cores: BOTH });
         try {
-          await waitFor(`http://127.0.0.1:${nginxPort}${small[0]}`, 60_000, (s) => s === 200);
-          wrk(nginxPort, small, 2, work, LOAD);
-          runs[workers === 1 ? 'nginx1' : 'nginx2'].push(wrk(nginxPort, small, SECONDS, work, LOAD));
+          await waitFor(`http://127.0.0.1:${nginxPort}${paths[0]}`, 60_000, (s) => s === 200);
+          wrk(nginxPort, paths, 2, work, LOAD);
+          runs[workers === 1 ? 'nginx1' : 'nginx2'].push(wrk(nginxPort, paths, SECONDS, work, LOAD));
         } finally {
           await stop(nginx);
         }
@@ -98,7 +102,7 @@ async function throughput(): Promise<void> {
     console.error(`run ${r + 1}: 1 thread ${runs.one.at(-1)!.rps}, 2 threads ${runs.two.at(-1)!.rps}, nginx 1 worker ${runs.nginx1.at(-1)!.rps}, 2 workers ${runs.nginx2.at(-1)!.rps} req/s`);
   }
   const rps = (k: keyof typeof runs) => median(runs[k].map((x) => x.rps));
-  writeResult(`threads-throughput-${records}`, {
+  writeResult(`threads-${name}-${records}`, {
     date: new Date().toISOString(),
     records,
     load: 'wrk, 2 threads, 64 connections, on the same two cores',
@@ -234,5 +238,5 @@ async function burst(): Promise<void> {
   writeResult('threads-burst-200000', { date: new Date().toISOString(), records: 200_000, readers: 30, small_p99_ms_one_thread: got[1].map((x) => x.p99_ms), small_p99_ms_two_threads: got[2].map((x) => x.p99_ms), two_over_one: round2(p99(2) / p99(1)) });
 }
 
-const run = { throughput, costs, rss, reload, burst };
+const run = { throughput: () => throughput('throughput', small), big: () => throughput('big', SMALL_WITH_BIG_MIX.map(api)), costs, rss, reload, burst };
 for (const part of PARTS) if (only.includes(part)) await run[part]();
