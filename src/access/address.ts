@@ -1,3 +1,4 @@
+import { mappedIPv4, parseIPv6 } from '../core/ipv6.js';
 import { parseIPv4 } from '../core/vocabulary.js';
 
 /**
@@ -14,38 +15,8 @@ export function parseAddress(text: string): Address | null {
   if (v4 >= 0) return { v4 };
   const groups = parseIPv6(s.startsWith('[') && s.endsWith(']') ? s.slice(1, -1) : s);
   if (!groups) return null;
-  const mapped = groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff;
-  return mapped ? { v4: groups[6] * 65536 + groups[7] } : { v6: groups };
-}
-
-function parseIPv6(s: string): number[] | null {
-  if (!/^[0-9a-fA-F:.]+$/.test(s)) return null;
-  const halves = s.split('::');
-  if (halves.length > 2) return null;
-  const part = (h: string): number[] | null => {
-    if (h === '') return [];
-    const out: number[] = [];
-    const pieces = h.split(':');
-    for (let i = 0; i < pieces.length; i++) {
-      const p = pieces[i];
-      if (i === pieces.length - 1 && p.includes('.')) {
-        const v4 = parseIPv4(p);
-        if (v4 < 0) return null;
-        out.push(v4 >>> 16, v4 & 0xffff);
-      } else if (/^[0-9a-fA-F]{1,4}$/.test(p)) {
-        out.push(parseInt(p, 16));
-      } else {
-        return null;
-      }
-    }
-    return out;
-  };
-  const head = part(halves[0]);
-  const tail = halves.length === 2 ? part(halves[1]) : [];
-  if (!head || !tail) return null;
-  if (halves.length === 1) return head.length === 8 ? head : null;
-  const missing = 8 - head.length - tail.length;
-  return missing >= 1 ? [...head, ...new Array<number>(missing).fill(0), ...tail] : null;
+  const mapped = mappedIPv4(groups);
+  return mapped >= 0 ? { v4: mapped } : { v6: groups };
 }
 
 /** A listening address only this host reaches: localhost, 127.0.0.0/8 or ::1. */

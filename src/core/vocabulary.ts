@@ -17,7 +17,7 @@ export const DEFAULT_SERVICES = ['smtp', 'telegram', 'avito', 'google', 'the ser
 export const FIELD_TABLE = [
   { name: 'ip', snapshotKey: 'ip', maxJsonBytes: 23 }, // "255.255.255.255:65535"
   { name: 'port', snapshotKey: 'port', maxJsonBytes: 7 },
-  { name: 'ip_out', snapshotKey: 'ip_out', maxJsonBytes: 17 },
+  { name: 'ip_out', snapshotKey: 'ip_out', maxJsonBytes: null },
   { name: 'type', snapshotKey: 'type', maxJsonBytes: 8 }, // "socks5"
   { name: 'anon', snapshotKey: 'anon', maxJsonBytes: 13 }, // "transparent"
   { name: 'ping', snapshotKey: 'ping_ms', maxJsonBytes: null },

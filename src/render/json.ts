@@ -64,7 +64,7 @@ function buildTemplate(store: Store, shape: JsonShape): Template {
   const object = shape.format === 'object';
   let rowBound = 64 + (shape.depth + 2) * 4 + (shape.typeKeys ? 16 : 0);
   codes.forEach((code, i) => {
-    rowBound += keys[i].length + (code >= SERVICE_CODE ? 5 : code === FIELD.ping ? store.maxPingText : code === FIELD.city ? store.maxCityJson : FIELD_TABLE[code].maxJsonBytes!);
+    rowBound += keys[i].length + (code >= SERVICE_CODE ? 5 : code === FIELD.ping ? store.maxPingText : code === FIELD.city ? store.maxCityJson : code === FIELD.ip_out ? store.maxIpOutJson : FIELD_TABLE[code].maxJsonBytes!);
   });
   const { writeRows, measureRows } = compileRowWriter(
     {
@@ -78,6 +78,7 @@ function buildTemplate(store: Store, shape: JsonShape): Template {
       splitIp: shape.splitIp,
       maxPing: store.maxPingText,
       maxCity: store.maxCityJson,
+      maxExitV6: store.maxExitV6,
     },
     DOMAINS,
   );

@@ -33,6 +33,8 @@ export interface RowShape {
   /** The store's longest ping text and city JSON, in bytes. */
   maxPing: number;
   maxCity: number;
+  /** The store's longest IPv6 exit, in bytes; 0 when it has none. */
+  maxExitV6: number;
 }
 
 
@@ -145,11 +147,21 @@ for (let v = 0; v < 256; v++) {
   for (let i = 0; i < text.length; i++) OCTETS[v * 4 + i] = text.charCodeAt(i);
 }
 const octet = (shift: number): string => `{const o=(a>>>${shift})&255;dv.setUint32(pos,octV.getUint32(o*4,true),true);pos+=octL[o];}`;
-/** ip_out from its number; the dot after the last octet is taken back. */
-const IP_OUT: Value = {
-  write: `{const a=ipOut[r];${octet(24)}${octet(16)}${octet(8)}${octet(0)}pos--;}`,
-  measure: '{const a=ipOut[r];len+=octL[a>>>24]+octL[(a>>>16)&255]+octL[(a>>>8)&255]+octL[a&255]-1;}',
-};
+/**
+ * ip_out: an IPv4 address from its number (the dot after the last octet
+ * taken back); where the store has IPv6 exits, a row marked in `x6` copies
+ * its exit's text instead.
+ */
+function ipOutValue(shape: RowShape): Value {
+  const v4: Value = {
+    write: `${octet(24)}${octet(16)}${octet(8)}${octet(0)}pos--;`,
+    measure: 'len+=octL[a>>>24]+octL[(a>>>16)&255]+octL[(a>>>8)&255]+octL[a&255]-1;',
+  };
+  if (shape.maxExitV6 === 0) return within('const a=ipOut[r];', v4);
+  const v6 = words('x6', 'x6O[a]', 'x6O[a+1]-s', wordsFor(shape.maxExitV6));
+  const isV6 = '(x6[r>>>5]>>>(r&31)&1)!==0';
+  return { write: `{const a=ipOut[r];if(${isV6})${v6.write}else{${v4.write}}}`, measure: `{const a=ipOut[r];if(${isV6})${v6.measure}else{${v4.measure}}}` };
+}
 
 /** `type://` per type code, at a stride of two words. */
 const TYPE_KEYS = new Uint8Array(TYPES.length * 16);
@@ -167,7 +179,7 @@ function valueParts(code: number, shape: RowShape): Part[] {
   switch (code) {
     case FIELD.ip: return [QUOTE, shape.splitIp ? words('lines', 'ls', 'ie-s', wordsFor(MAX_IP)) : words('lines', 'ls', 'ae-s', wordsFor(MAX_ADDRESS)), QUOTE];
     case FIELD.port: return [QUOTE, words('lines', 'ie+1', 'ae-s', wordsFor(MAX_PORT)), QUOTE];
-    case FIELD.ip_out: return [QUOTE, IP_OUT, QUOTE];
+    case FIELD.ip_out: return [QUOTE, ipOutValue(shape), QUOTE];
     case FIELD.ping: return [within('const p=pingRank[r];', words('ping', 'pingO[p]', 'pingO[p+1]-s', wordsFor(shape.maxPing)))];
     case FIELD.timecheck: return [QUOTE, words('tc', 'timeRank[r]*19', '19', wordsFor(19)), QUOTE];
     case FIELD.country: return [{ write: 'dv.setUint32(pos,countryV.getUint32(country[r]*4,true),true);pos+=4;', measure: 'len+=4;' }];
@@ -291,6 +303,7 @@ export function compileRowWriter(shape: RowShape, domains: Domains): { writeRows
   const columns = `const c = store.c;
   const linesV = view(c.lines.bytes), lineOff = c.lines.off, ipLen = c.ipLen;
   const ipOut = c.ipOut, octV = view(octets), octL = octetLengths, tkV = view(typeKeys), tkL = typeKeyLengths;
+  const x6 = c.exitV6Bits.data, x6V = view(c.exitV6Text.bytes), x6O = c.exitV6Text.off;
   const pingRank = c.pingRank, pingV = view(c.pingText.bytes), pingO = c.pingText.off;
   const timeRank = c.timeRank, tcV = view(c.timecheck);
   const type = c.type, anon = c.anon, country = c.country, city = c.city, works = c.works, svc = c.services;

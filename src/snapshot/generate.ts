@@ -1,5 +1,6 @@
 import { Packr } from 'msgpackr';
 import { SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type SnapshotRecord } from './format.js';
+import { formatIPv6 } from '../core/ipv6.js';
 import { ANONS, DEFAULT_SERVICES, TYPES } from '../core/vocabulary.js';
 
 /** Country → [weight, cities as [ru, en]]: roughly the mix of public proxy lists. */
@@ -31,6 +32,8 @@ const GEO: Array<[string, number, Array<[string, string]>]> = [
   ['IR', 1, [['Тегеран', 'Tehran']]],
   ['BD', 1, [['Дакка', 'Dhaka']]],
 ];
+/** The first 32 bits of IPv6 networks that proxies leave through: hosting and mobile ranges. */
+const V6_NETWORKS = [[0x2a01, 0x4f8], [0x2001, 0x41d0], [0x2607, 0xf8b0], [0x2400, 0xcb00], [0x2a02, 0x6b8], [0x2a00, 0x1450]];
 const PORTS = [80, 8080, 3128, 1080, 8888, 443, 8000, 9050, 4145, 1081, 8118, 999, 53281, 60000];
 const SERVICE_SHARE = [0.15, 0.55, 0.35, 0.4, 0.5];
 
@@ -64,6 +67,14 @@ export function generateRecords(o: GenerateOptions): SnapshotRecord[] {
     return items[items.length - 1];
   };
   const randomIp = (): string => `${1 + Math.floor(rand() * 222)}.${Math.floor(rand() * 256)}.${Math.floor(rand() * 256)}.${1 + Math.floor(rand() * 254)}`;
+  const group = (): number => Math.floor(rand() * 65536);
+  // An address of a /64 of one of the networks, in the forms checkers write: mostly RFC 5952's, some upper case or written in full.
+  const randomIpv6 = (): string => {
+    const groups = [...pick(V6_NETWORKS), group(), group() & 0xff, 0, 0, rand() < 0.5 ? group() : 0, 1 + Math.floor(rand() * 65535)];
+    const form = rand();
+    const text = formatIPv6(groups);
+    return form < 0.1 ? text.toUpperCase() : form < 0.15 ? groups.map((g) => g.toString(16).padStart(4, '0')).join(':') : text;
+  };
   const geoWeights = GEO.map((g) => g[1]);
   const records: SnapshotRecord[] = [];
   while (records.length < o.records) {
@@ -84,7 +95,10 @@ export function generateRecords(o: GenerateOptions): SnapshotRecord[] {
     if (cityShape < 0.85) record.city = { ru, en };
     else if (cityShape < 0.9) record.city = { en };
     else if (cityShape < 0.93) record.city = { ru };
-    if (rand() < 0.3) record.ip_out = randomIp();
+    // About a fifth leave through an IPv6 exit, and a third of the others through another IPv4 address.
+    const exit = rand();
+    if (exit < 0.2) record.ip_out = randomIpv6();
+    else if (exit < 0.44) record.ip_out = randomIp();
     records.push(record);
     // One address often serves several protocols, and checkers repeat themselves.
     if (rand() < 0.1 && records.length < o.records) {

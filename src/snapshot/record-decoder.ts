@@ -1,3 +1,4 @@
+import { formatIPv6, mappedIPv4, parseIPv6 } from '../core/ipv6.js';
 import { FIELD_TABLE, parseIPv4Bytes } from '../core/vocabulary.js';
 import { skipValue, Truncated } from './msgpack-walk.js';
 import { MAX_STRING_BYTES } from './format.js';
@@ -52,8 +53,10 @@ export class RecordDecoder {
   problem: string | null = null;
   ip = 0;
   port = 0;
-  /** -1 when absent. */
+  /** -1 when absent or IPv6. */
   ipOut = -1;
+  /** An IPv6 ip_out in RFC 5952's form, else null. */
+  ipOutV6: string | null = null;
   type = 0;
   anon = 0;
   ping = 0;
@@ -148,6 +151,19 @@ export class RecordDecoder {
     return parseIPv4Bytes(b, start, len);
   }
 
+  /** An IPv4 address as its number (an IPv4-mapped IPv6 one too); an IPv6 one as -2, its text in `ipOutV6`; else -1. */
+  private exit(b: Uint8Array, len: number): number {
+    const v4 = this.ipv4(b, len);
+    // The longest IPv6 text, all groups written in full with a dotted tail.
+    if (v4 >= 0 || len > 45) return v4;
+    const groups = parseIPv6(Buffer.from(b.buffer, b.byteOffset + this.p - len, len).toString('latin1'));
+    if (groups === null) return -1;
+    const mapped = mappedIPv4(groups);
+    if (mapped >= 0) return mapped;
+    this.ipOutV6 = formatIPv6(groups);
+    return -2;
+  }
+
   /** Reads the record at pos; returns the position after it. `problem` says whether it is valid. */
   read(b: Uint8Array, pos: number): number {
     this.p = pos;
@@ -155,6 +171,7 @@ export class RecordDecoder {
     let hasPort = false, hasPing = false, hasChecked = false, hasWorks = false;
     let unknownService = '';
     this.ipOut = -1;
+    this.ipOutV6 = null;
     this.cityStart = this.ruStart = this.enStart = -1;
     this.services = 0;
     const entries = this.container(b, 0x80, 0xde);
@@ -180,11 +197,12 @@ export class RecordDecoder {
         }
         case K_PORT: hasPort = true; port = this.number(b); break;
         case K_IP_OUT: {
-          if (this.isNil(b)) { ipOut = ABSENT; this.ipOut = -1; break; }
+          if (this.isNil(b)) { ipOut = ABSENT; this.ipOut = -1; this.ipOutV6 = null; break; }
           const len = this.string(b);
-          const v = len < 0 ? -1 : this.ipv4(b, len);
-          ipOut = v < 0 ? BAD : OK;
-          this.ipOut = v;
+          this.ipOutV6 = null;
+          const v = len < 0 ? -1 : this.exit(b, len);
+          ipOut = v === -1 ? BAD : OK;
+          this.ipOut = v < 0 ? -1 : v;
           break;
         }
         case K_TYPE:
@@ -242,7 +260,7 @@ export class RecordDecoder {
     this.problem =
       ip !== OK ? 'ip is not a dotted IPv4 address'
       : !hasPort || !(Number.isInteger(port) && port >= 1 && port <= 65535) ? 'port is not an integer in 1..65535'
-      : ipOut === BAD ? 'ip_out is not a dotted IPv4 address'
+      : ipOut === BAD ? 'ip_out is not an IPv4 or IPv6 address'
       : type !== OK ? 'type is not one of http, https, socks4, socks5'
       : anon !== OK ? 'anon is not one of transparent, anonymous, elite'
       : !hasPing || !(Number.isFinite(ping) && ping >= 0) ? 'ping_ms is not a finite number >= 0'

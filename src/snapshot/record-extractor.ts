@@ -22,6 +22,9 @@ export class RecordExtractor implements ExtractedRecords {
   private readonly countryCodes: string[] = [];
   /** City id by the raw bytes of the record's `city` value. */
   private readonly cityIds = new Map<string, number>();
+  readonly exitsV6 = { records: [] as number[], texts: [] as string[] };
+  /** Id of each IPv6 exit's text in `exitsV6.texts`. */
+  private readonly exitV6Ids = new Map<string, number>();
 
   constructor(readonly serviceNames: readonly string[], capacity: number) {
     // Room for one record at least: the build's lanes of row ids are told apart by where they start.
@@ -46,7 +49,12 @@ export class RecordExtractor implements ExtractedRecords {
     c.works[m] = d.works;
     c.ping[m] = d.ping;
     c.checkedAt[m] = d.checkedAt;
-    c.ipOut[m] = d.ipOut >= 0 ? d.ipOut : d.ip;
+    if (d.ipOutV6 !== null) {
+      let id = this.exitV6Ids.get(d.ipOutV6);
+      if (id === undefined) this.exitV6Ids.set(d.ipOutV6, (id = this.exitsV6.texts.push(d.ipOutV6) - 1));
+      c.ipOut[m] = id;
+      this.exitsV6.records.push(m);
+    } else c.ipOut[m] = d.ipOut >= 0 ? d.ipOut : d.ip;
     c.services[m] = d.services;
 
     let countryId = this.countryIds[d.country];

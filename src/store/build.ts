@@ -4,7 +4,7 @@ import { ColumnArena, mappedBuffer, sharedCopy } from './arena.js';
 import { member, setBit, wordsFor, type BitsetFamily } from './bitset.js';
 import { MAX_LINE_BYTES, READ_SLACK, packKey, type ByteStrings, type StoreColumns, type StoreMeta } from './columns.js';
 import { packStrings, writeAscii, writeIPv4, writeUint } from './encode.js';
-import { recordPrints } from './history.js';
+import { recordPrints, type ExitsV6 } from './history.js';
 import { radixSortIndices } from './radix-sort.js';
 
 /** Bytes per record of the columns a store keeps as they are read (permuted into row order later), but the services'. */
@@ -63,6 +63,11 @@ export interface ExtractedRecords {
   readonly skipCounts: Record<string, number>;
   readonly columns: RecordColumns;
   readonly cities: Array<{ ru: string; en: string }>;
+  /**
+   * The records whose ip_out is an IPv6 address, ascending, and the
+   * addresses' texts (RFC 5952): such a record's `ipOut` is its text's index.
+   */
+  readonly exitsV6: ExitsV6;
   /** Country codes in alphabetical order; renumbers the country column to match. */
   countries(): string[];
 }
@@ -178,6 +183,19 @@ function addressColumns(arena: ColumnArena, x: RecordColumns, kept: Uint32Array,
   return { byAddress, addrId, addrPrint, addrKey, addrCount };
 }
 
+/** Marks in `bits` the rows of the records (`records`, by record number) that were kept, not dropped as duplicates; returns how many. */
+function exitRows(records: readonly number[], rowOf: Uint32Array, out: Uint32Array, bits: Uint32Array): number {
+  let n = 0;
+  for (const v of records) {
+    const r = rowOf[v];
+    if (r < out.length && out[r] === v) {
+      setBit(bits, r);
+      n++;
+    }
+  }
+  return n;
+}
+
 /**
  * Hands a buffer's memory over to a copy that nothing holds: every view of
  * it is empty from here, and the memory goes at the next collection,
@@ -253,9 +271,11 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   const rowOf = freeLane(kept, out);
   for (let r = 0; r < rows; r++) rowOf[out[r]] = r;
 
-  const arena = new ColumnArena(derivedBytes(rows, TYPES.length + ANONS.length + countries.length + services.length, records.cities.length, times.length));
-  const prints = recordPrints(x, m, pingValues, times, countries, records.cities);
+  const arena = new ColumnArena(derivedBytes(rows, TYPES.length + ANONS.length + countries.length + services.length + 1, records.cities.length, times.length));
+  const prints = recordPrints(x, m, pingValues, times, countries, records.cities, records.exitsV6);
   const { byAddress, addrId, addrPrint, addrKey, addrCount } = addressColumns(arena, x, kept, rowOf, prints);
+  const exitV6Bits = family(arena, 1, rows);
+  const exitV6Rows = exitRows(records.exitsV6.records, rowOf, out, member(exitV6Bits, 0));
 
   // The kept columns into row order, through a lane that is free again.
   const tmpOffset = freeLane(out).byteOffset;
@@ -322,7 +342,7 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
 
   const columns: StoreColumns = {
     ...c, pingValues, times, addrId, addrCount, byAddress, addrPrint, addrKey, byPing, byWorks, lines, ipLen, pingText, timecheck,
-    typeBits, anonBits, countryBits, serviceBits, cityStart, cityRows,
+    typeBits, anonBits, countryBits, serviceBits, exitV6Bits, exitV6Text: packStrings(records.exitsV6.texts), cityStart, cityRows,
     cityJsonRu: packStrings(records.cities.map((k) => JSON.stringify(k.ru))),
     cityJsonEn: packStrings(records.cities.map((k) => JSON.stringify(k.en))),
   };
@@ -330,7 +350,7 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   for (let k = 0; k < pingValues.length; k++) maxPingText = Math.max(maxPingText, pingText.off[k + 1] - pingText.off[k]);
   const meta: StoreMeta = {
     generatedAt, contentHash, services: [...services], countries, cities: records.cities,
-    skipped: records.skipped, duplicates: m - rows, skipReasons: records.skipReasons, skipCounts: records.skipCounts, maxPingText,
+    skipped: records.skipped, duplicates: m - rows, skipReasons: records.skipReasons, skipCounts: records.skipCounts, maxPingText, ipv6Exits: exitV6Rows,
   };
   return { columns, meta };
 }

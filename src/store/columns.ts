@@ -41,8 +41,12 @@ export interface StoreColumns {
   timeRank: Uint16Array | Uint32Array;
   /** The distinct checked_at values, descending. */
   times: Uint32Array;
-  /** The address rows are answered from, as a number. */
+  /** The address rows are answered from: an IPv4 address as its number, an IPv6 one as its index in `exitV6Text`. */
   ipOut: Uint32Array;
+  /** The rows whose ip_out is IPv6 (one bitset). */
+  exitV6Bits: BitsetFamily;
+  /** The IPv6 exits' texts (RFC 5952), which `ipOut` indexes for those rows. */
+  exitV6Text: ByteStrings;
   country: Uint16Array;
   city: Uint32Array;
   /** Bit i = compatible with service i (at most 32 services), in the narrowest of 8, 16 or 32 bits the snapshot's services fit. */
@@ -97,6 +101,8 @@ export interface StoreMeta {
   skipReasons: string[];
   /** Records skipped for each reason (docs/snapshot.md). */
   skipCounts: Record<string, number>;
+  /** Rows whose ip_out is an IPv6 address. */
+  ipv6Exits: number;
 }
 
 /** The buffers a store's columns are views of: shared memory every one (store/arena.ts), so that serving threads read them where they are. */
@@ -104,7 +110,7 @@ export function columnBuffers(c: StoreColumns): ArrayBufferLike[] {
   const views: ArrayBufferView[] = [
     c.ip, c.port, c.type, c.anon, c.works, c.pingRank, c.pingValues, c.timeRank, c.times, c.ipOut, c.country, c.city, c.services,
     c.addrId, c.byAddress, c.addrPrint, c.addrKey, c.byPing, c.byWorks, c.lines.bytes, c.lines.off, c.ipLen, c.pingText.bytes, c.pingText.off, c.timecheck,
-    c.typeBits.data, c.anonBits.data, c.countryBits.data, c.serviceBits.data, c.cityStart, c.cityRows,
+    c.typeBits.data, c.anonBits.data, c.countryBits.data, c.serviceBits.data, c.exitV6Bits.data, c.exitV6Text.bytes, c.exitV6Text.off, c.cityStart, c.cityRows,
     c.cityJsonRu.bytes, c.cityJsonRu.off, c.cityJsonEn.bytes, c.cityJsonEn.off,
   ];
   return [...new Set(views.map((v) => v.buffer))];

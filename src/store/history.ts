@@ -33,6 +33,12 @@ function stringPrints(strings: readonly string[]): Uint32Array {
   return out;
 }
 
+/** The records of a build whose ip_out is IPv6, ascending, and the texts their `ipOut` indexes. */
+export interface ExitsV6 {
+  readonly records: readonly number[];
+  readonly texts: readonly string[];
+}
+
 /** The columns of a build's records that a print reads, one entry per record. */
 export interface PrintedFields {
   anon: ArrayLike<number>;
@@ -53,8 +59,11 @@ export interface PrintedFields {
  * enter by name, pings and times by value: ids and ranks differ between
  * snapshots. Two different records share a print with a chance of 2^-64.
  */
-export function recordPrints(x: PrintedFields, m: number, pingValues: Float64Array, times: Uint32Array, countries: readonly string[], cities: ReadonlyArray<{ ru: string; en: string }>): Uint32Array {
+export function recordPrints(x: PrintedFields, m: number, pingValues: Float64Array, times: Uint32Array, countries: readonly string[], cities: ReadonlyArray<{ ru: string; en: string }>, exitsV6: ExitsV6): Uint32Array {
   const countryPrints = stringPrints(countries);
+  // An IPv6 exit enters by its text: its `ipOut` is an index of this build's.
+  const exitPrints = stringPrints(exitsV6.texts);
+  let nextV6 = 0;
   const cityPrints = stringPrints(cities.map((c) => `${c.ru}\0${c.en}`));
   const pingBits = new Uint32Array(new Float64Array(pingValues).buffer);
   const prints = new Uint32Array(mappedBuffer(m * 8));
@@ -66,7 +75,7 @@ export function recordPrints(x: PrintedFields, m: number, pingValues: Float64Arr
       let h = SEEDS[half];
       h = mix(h, x.anon[v] | (x.works[v] << 8));
       h = mix(h, x.services[v]);
-      h = mix(h, x.ipOut[v]);
+      h = mix(h, v === exitsV6.records[nextV6] ? exitPrints[x.ipOut[v] * 2 + half] : x.ipOut[v]);
       h = mix(h, times[x.timeRank[v]]);
       h = mix(h, pingBits[ping]);
       h = mix(h, pingBits[ping + 1]);
@@ -74,6 +83,7 @@ export function recordPrints(x: PrintedFields, m: number, pingValues: Float64Arr
       h = mix(h, cityPrints[city + half]);
       prints[v * 2 + half] = finish(h);
     }
+    if (v === exitsV6.records[nextV6]) nextV6++;
   }
   return prints;
 }

@@ -48,6 +48,9 @@ export class Store {
   /** Longest city literal and ping text, bounding a row's rendered size. */
   readonly maxCityJson: number;
   readonly maxPingText: number;
+  /** Longest IPv6 exit (0 when there is none), and longest ip_out JSON. */
+  readonly maxExitV6: number;
+  readonly maxIpOutJson: number;
   /** `"XX"` per country id, 4 bytes each. */
   readonly countryJson: Uint8Array;
 
@@ -78,6 +81,8 @@ export class Store {
     this.serviceSets = meta.services.map((_, i) => member(c.serviceBits, i));
     this.maxCityJson = Math.max(longest(c.cityJsonRu), longest(c.cityJsonEn));
     this.maxPingText = meta.maxPingText;
+    this.maxExitV6 = longest(c.exitV6Text);
+    this.maxIpOutJson = Math.max('"255.255.255.255"'.length, this.maxExitV6 + 2);
     this.countryJson = utf8(meta.countries.map((code) => `"${code}"`).join(''));
   }
 

@@ -19,10 +19,41 @@ export interface NaiveAnswer {
   body: string;
 }
 
-const ipNumber = (ip: string): number => ip.split('.').reduce((n, o) => n * 256 + Number(o), 0);
+const isV6 = (ip: string): boolean => ip.includes(':');
+/** An address's value for the order: IPv4 below every IPv6 (docs/api.md, IPv6); `ip` in the form canonicalIp gives. */
+function ipValue(ip: string): bigint {
+  if (!isV6(ip)) return BigInt(ip.split('.').reduce((n, o) => n * 256 + Number(o), 0));
+  const [head, tail] = ip.includes('::') ? ip.split('::') : [ip, ''];
+  const h = head ? head.split(':') : [];
+  const t = tail ? tail.split(':') : [];
+  const groups = [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t];
+  return groups.reduce((n, g) => (n << 16n) + BigInt(parseInt(g, 16)), 1n);
+}
+/**
+ * An address as the service writes it: IPv4 as it is, IPv6 in RFC 5952's
+ * form (the URL parser serializes it so), an IPv4-mapped IPv6 as its IPv4.
+ */
+export function canonicalIp(ip: string): string {
+  if (!isV6(ip)) return ip;
+  const host = new URL(`http://[${ip}]/`).hostname.slice(1, -1);
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(host);
+  if (!mapped) return host;
+  const hi = parseInt(mapped[1], 16);
+  const lo = parseInt(mapped[2], 16);
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+}
+/** The address part of `ip:port`: IPv6 in brackets. */
+const host = (ip: string): string => (isV6(ip) ? `[${ip}]` : ip);
+/** Whether an `ip` filter item names the record's address (and port, when it has one), by value. */
+function atItem(item: string, r: SnapshotRecord): boolean {
+  const bracketed = /^\[(.*)\]:(\d+)$/.exec(item);
+  if (bracketed) return canonicalIp(bracketed[1]) === r.ip && Number(bracketed[2]) === r.port;
+  if (item.split(':').length > 2) return canonicalIp(item) === r.ip;
+  return item === r.ip || item === `${r.ip}:${r.port}`;
+}
 const norm = (s: string): string => s.trim().normalize('NFC').toLowerCase();
 /** A record's key in a change set. */
-export const keyOf = (r: SnapshotRecord): string => `${r.type}://${r.ip}:${r.port}`;
+export const keyOf = (r: SnapshotRecord): string => `${r.type}://${host(r.ip)}:${r.port}`;
 /** What a record shows, in any output: equal texts are the same record. */
 const visible = (r: SnapshotRecord, services: readonly string[]): string =>
   JSON.stringify([r.anon, Math.round(r.ping_ms), r.checked_at, r.country.toUpperCase(), r.city?.ru ?? '', r.city?.en ?? '', r.ip_out ?? r.ip, r.works, services.filter((s) => (r.services ?? []).includes(s))]);
@@ -34,18 +65,21 @@ export class NaiveEngine {
 
   constructor(snapshot: { services?: string[]; proxies: unknown[] }) {
     this.services = snapshot.services ?? DEFAULT_SERVICES;
-    const valid = snapshot.proxies.filter((r) => recordProblem(r, this.services) === null) as SnapshotRecord[];
+    const valid = (snapshot.proxies.filter((r) => recordProblem(r, this.services) === null) as SnapshotRecord[])
+      .map((r) => ({ ...r, ip: canonicalIp(r.ip), ...(typeof r.ip_out === 'string' ? { ip_out: canonicalIp(r.ip_out) } : {}) }));
     const byIdentity = new Map<string, SnapshotRecord>();
     for (const r of valid) {
       const id = `${r.ip}:${r.port}/${r.type}`;
       const seen = byIdentity.get(id);
       if (!seen || r.checked_at >= seen.checked_at) byIdentity.set(id, r);
     }
+    const values = new Map(valid.map((r) => [r.ip, ipValue(r.ip)]));
+    const order = (a: SnapshotRecord, b: SnapshotRecord): number => (values.get(a.ip)! < values.get(b.ip)! ? -1 : values.get(a.ip)! > values.get(b.ip)! ? 1 : 0);
     this.records = [...byIdentity.values()].sort(
       (a, b) =>
         b.checked_at - a.checked_at ||
         Math.round(a.ping_ms) - Math.round(b.ping_ms) ||
-        ipNumber(a.ip) - ipNumber(b.ip) ||
+        order(a, b) ||
         a.port - b.port ||
         TYPES.indexOf(a.type) - TYPES.indexOf(b.type),
     );
@@ -81,7 +115,7 @@ export class NaiveEngine {
     const nowS = Math.floor(nowMs / 1000);
     let rows = this.select(query, nowMs);
     const ips = list('ip') && unique(list('ip')!);
-    const atAddress = (r: SnapshotRecord): boolean => !ips || ips.some((item) => item === r.ip || item === `${r.ip}:${r.port}`);
+    const atAddress = (r: SnapshotRecord): boolean => !ips || ips.some((item) => atItem(item, r));
     if (get === 'stats') return this.stats(rows.filter(atAddress), one('pretty') !== '0');
 
     // sort=random is not for the reference: its order is drawn per request.
@@ -95,7 +129,7 @@ export class NaiveEngine {
     if (!get.startsWith('json')) {
       rows = page(rows);
       const prefix = one('type_prefix') === '1';
-      const body = rows.map((r) => `${prefix ? r.type + '://' : ''}${r.ip}:${r.port}\n`).join('');
+      const body = rows.map((r) => `${prefix ? r.type + '://' : ''}${host(r.ip)}:${r.port}\n`).join('');
       return { status: 200, contentType: 'text/plain; charset=utf-8', disposition, body };
     }
 
@@ -103,14 +137,14 @@ export class NaiveEngine {
     const format = (one('format') ?? 'array').toLowerCase();
     if (format === 'object') {
       const seen = new Set<string>();
-      rows = rows.filter((r) => !seen.has(`${r.ip}:${r.port}`) && !!seen.add(`${r.ip}:${r.port}`));
+      rows = rows.filter((r) => !seen.has(`${host(r.ip)}:${r.port}`) && !!seen.add(`${host(r.ip)}:${r.port}`));
     }
     rows = page(rows);
 
     const toObject = this.recordObject(params);
     const data =
       format === 'object'
-        ? Object.fromEntries(rows.map((r) => [`${r.ip}:${r.port}`, toObject(r)]))
+        ? Object.fromEntries(rows.map((r) => [`${host(r.ip)}:${r.port}`, toObject(r)]))
         : rows.map(toObject);
 
     let value: unknown = data;
@@ -129,6 +163,8 @@ export class NaiveEngine {
       if (cities) filters.city = cities;
       if (services) filters.service = services.map((s) => s.toLowerCase());
       if (ips) filters.ip = ips;
+      const ipv = list('ipv');
+      if (ipv) filters.ipv = unique(ipv.map(Number));
       if (one('sort') !== null) filters.sort = sort;
       if (one('offset') !== null) filters.offset = offset;
       if (count !== null) filters.count = count;
@@ -148,7 +184,7 @@ export class NaiveEngine {
     const wanted = (name: string): boolean => fieldList.length === 0 || fieldList.includes(name.toLowerCase());
     return (r) => {
       const o: Record<string, unknown> = {};
-      if (wanted('ip')) o.ip = split ? r.ip : `${r.ip}:${r.port}`;
+      if (wanted('ip')) o.ip = split ? r.ip : `${host(r.ip)}:${r.port}`;
       if (split && wanted('port')) o.port = String(r.port);
       if (wanted('ip_out')) o.ip_out = r.ip_out ?? r.ip;
       if (wanted('type')) o.type = r.type;
@@ -200,7 +236,7 @@ export class NaiveEngine {
     const params = new URLSearchParams(query);
     const json = (params.getAll('get').find((v) => v !== '') ?? 'txt').toLowerCase().startsWith('json');
     const ips = json ? params.getAll('ip').join(',').split(',').map((s) => s.trim()).filter((s) => s !== '') : [];
-    return this.select(query, nowMs).filter((r) => ips.length === 0 || ips.some((item) => item === r.ip || item === `${r.ip}:${r.port}`));
+    return this.select(query, nowMs).filter((r) => ips.length === 0 || ips.some((item) => atItem(item, r)));
   }
 
   /** The records every filter of the query selects at `nowMs`, in the default order, before `ip`, sorting and paging. */
@@ -222,6 +258,7 @@ export class NaiveEngine {
     const cities = list('city');
     const lowerServices = this.services.map((s) => s.toLowerCase());
     const services = list('service')?.map((s) => this.services[lowerServices.indexOf(s.toLowerCase())]);
+    const families = list('ipv')?.map(Number);
     const nowS = Math.floor(nowMs / 1000);
     return this.records.filter(
       (r) =>
@@ -233,7 +270,8 @@ export class NaiveEngine {
         (works === null || r.works >= works) &&
         (!countries || countries.includes(r.country.toUpperCase()) === (cm === 'include')) &&
         (!cities || cities.some((c) => norm(c) === norm(r.city?.ru ?? '') || norm(c) === norm(r.city?.en ?? ''))) &&
-        (!services || services.every((s) => (r.services ?? []).includes(s))),
+        (!services || services.every((s) => (r.services ?? []).includes(s))) &&
+        (!families || families.includes(isV6(r.ip) ? 6 : 4)),
     );
   }
 

@@ -2,10 +2,13 @@
  * The reference's own reading of the snapshot contract (docs/snapshot.md) on decoded objects, written
  * independently of the service's byte-level decoder, so each checks the other.
  */
+import { isIPv6 } from 'node:net';
 import { ANONS, TYPES } from '../../src/core/vocabulary.js';
 
 const IPV4 = /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})$/;
 const isIPv4 = (v: unknown): boolean => typeof v === 'string' && IPV4.test(v) && v.split('.').every((o) => Number(o) <= 255);
+/** Any RFC 4291 text form; node:net also takes a zone (`%eth0`), which the contract does not. */
+const isAddress = (v: unknown): boolean => isIPv4(v) || (typeof v === 'string' && !v.includes('%') && isIPv6(v));
 const isInt = (v: unknown, min: number, max: number): boolean => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
 const isAbsent = (v: unknown): boolean => v === undefined || v === null;
 const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
@@ -13,9 +16,9 @@ const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object
 /** null when the record is valid, else the reason it is skipped. */
 export function recordProblem(r: unknown, services: readonly string[]): string | null {
   if (!isMap(r)) return 'record is not a map';
-  if (!isIPv4(r.ip)) return 'ip is not a dotted IPv4 address';
+  if (!isAddress(r.ip)) return 'ip is not an IPv4 or IPv6 address';
   if (!isInt(r.port, 1, 65535)) return 'port is not an integer in 1..65535';
-  if (!isAbsent(r.ip_out) && !isIPv4(r.ip_out)) return 'ip_out is not a dotted IPv4 address';
+  if (!isAbsent(r.ip_out) && !isAddress(r.ip_out)) return 'ip_out is not an IPv4 or IPv6 address';
   if (!(TYPES as readonly unknown[]).includes(r.type)) return 'type is not one of http, https, socks4, socks5';
   if (!(ANONS as readonly unknown[]).includes(r.anon)) return 'anon is not one of transparent, anonymous, elite';
   if (typeof r.ping_ms !== 'number' || !Number.isFinite(r.ping_ms) || r.ping_ms < 0) return 'ping_ms is not a finite number >= 0';
