@@ -55,6 +55,7 @@ function inspect(args: string[]): void {
     generated_at: meta.generatedAt,
     services: meta.services,
     records: columns.rows,
+    ipv6_entries: meta.ipv6Entries,
     ipv6_exits: meta.ipv6Exits,
     skipped: meta.skipped,
     duplicates_dropped: meta.duplicates,

@@ -15,7 +15,7 @@ export const DEFAULT_SERVICES = ['smtp', 'telegram', 'avito', 'google', 'the ser
  * The decoder, the JSON layout and the row writers all read this table.
  */
 export const FIELD_TABLE = [
-  { name: 'ip', snapshotKey: 'ip', maxJsonBytes: 23 }, // "255.255.255.255:65535"
+  { name: 'ip', snapshotKey: 'ip', maxJsonBytes: null },
   { name: 'port', snapshotKey: 'port', maxJsonBytes: 7 },
   { name: 'ip_out', snapshotKey: 'ip_out', maxJsonBytes: null },
   { name: 'type', snapshotKey: 'type', maxJsonBytes: 8 }, // "socks5"

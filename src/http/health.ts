@@ -47,6 +47,7 @@ export function healthReport(feed: StoreFeed, keys: KeysInForce, life: Lifecycle
         generated_at: formatIsoOffset(store.meta.generatedAt * 1000),
         loaded_at: formatIsoOffset(store.source.loadedAtMs),
         records: store.rows,
+        ipv6_entries: store.meta.ipv6Entries,
         ipv6_exits: store.meta.ipv6Exits,
         skipped: store.meta.skipped,
         skip_reasons: store.meta.skipCounts,

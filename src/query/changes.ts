@@ -1,5 +1,6 @@
 import { TYPES } from '../core/vocabulary.js';
-import { keyIp, keyPort, keyType, packKey } from '../store/columns.js';
+import { compareAddresses, compareKeys, isV6Key, keyIp, keyPort, keyType, type AddressTable } from '../store/columns.js';
+import { addressText } from '../store/key-table.js';
 import type { Store } from '../store/store.js';
 import { execute } from './execute.js';
 import type { Plan } from './plan.js';
@@ -33,9 +34,10 @@ export function changesStart(store: Store, plan: Plan): number {
   return left > store.rows ? -1 : at;
 }
 
-/** The text of a key in a change set: `type://ip:port`. */
-function keyText(type: number, ip: number, port: number): string {
-  return `${TYPES[type]}://${ip >>> 24}.${(ip >>> 16) & 255}.${(ip >>> 8) & 255}.${ip & 255}:${port}`;
+/** The text of a key in a change set: `type://ip:port`, an IPv6 address (address `ip` of `table`) bracketed. */
+function keyText(type: number, ip: number, port: number, table: AddressTable | null = null): string {
+  const address = table === null ? `${ip >>> 24}.${(ip >>> 16) & 255}.${(ip >>> 8) & 255}.${ip & 255}` : `[${addressText(table, ip)}]`;
+  return `${TYPES[type]}://${address}:${port}`;
 }
 
 /** Per value, the rank of its text (followed by `after`) among all the values' texts in string order; and per rank, the value. */
@@ -116,9 +118,12 @@ export function computeChanges(store: Store, plan: Plan, nowS: number, scratch: 
   const marks = m === end ? null : scratch.marks.fill(0, 0, store.words);
   if (marks) for (let i = 0; i < m; i++) marks[rows[i] >>> 5] |= 1 << (rows[i] & 31);
   const listedNow = (r: number): boolean => r >= 0 && r < endNow && (marks === null || (marks[r >>> 5] & (1 << (r & 31))) !== 0);
-  const { ip, port, type, addrPrint: prints } = store.c;
-  const removed: number[] = [];
+  const { ip, port, type, addrPrint: prints, v6Entries } = store.c;
+  const removed = new Removes();
   const keyPasses = keyFilter(plan);
+  const v6Rows = store.ipvSets[1];
+  /** The address table of row r's ip: null for an IPv4 row. */
+  const tableOf = (r: number): AddressTable | null => ((v6Rows[r >>> 5] & (1 << (r & 31))) !== 0 ? v6Entries : null);
 
   // Changed rows listed now, and then as the same record: not upserts.
   const same = exact ? scratch.same.fill(0, 0, store.words) : null;
@@ -132,13 +137,10 @@ export function computeChanges(store: Store, plan: Plan, nowS: number, scratch: 
       for (let v = 0; v < batch.count; v++) {
         if (!listedThen(v)) continue;
         const key = batch.key[v];
-        const t = keyType(key);
-        const a = keyIp(key);
-        const p = keyPort(key);
-        from = seek(store, key, from);
-        const pos = from < store.rows && keyAtPosition(store, from) === key ? from : -1;
+        from = seek(store, key, batch.v6, from);
+        const pos = from < store.rows && compareKeys(store.c.addrKey[from], v6Entries, key, batch.v6) === 0 ? from : -1;
         const r = pos < 0 ? -1 : store.c.byAddress[pos];
-        if (!listedNow(r)) removed.push(textOrderKey(t, a, p));
+        if (!listedNow(r)) removed.addKey(key, batch.v6);
         else if (prints[pos * 2] === batch.print[v * 2] && prints[pos * 2 + 1] === batch.print[v * 2 + 1]) same![r >>> 5] |= 1 << (r & 31);
       }
     }
@@ -152,23 +154,21 @@ export function computeChanges(store: Store, plan: Plan, nowS: number, scratch: 
     if (r < endNow) {
       listed++;
       if (changed ? same === null || (same[r >>> 5] & (1 << (r & 31))) === 0 : r >= endThen) rows[n++] = r;
-    } else if (changed ? same === null : r < endThen) removed.push(textOrderKey(type[r], ip[r], port[r]));
+    } else if (changed ? same === null : r < endThen) removed.add(type[r], ip[r], port[r], tableOf(r));
   }
-  if (exact) return { reset: false, n, removes: sortedTexts(removed) };
+  if (exact) return { reset: false, n, removes: removed.sorted() };
 
   // Wider: every other changed row the key's own filters let through, and every key that left since the cursor's snapshot and is not back.
   for (let r = marks ? 0 : end; r < store.rows; r++) {
-    if (changedAt[r] > seq && (marks === null || (marks[r >>> 5] & (1 << (r & 31))) === 0) && keyPasses(type[r], ip[r], port[r])) removed.push(textOrderKey(type[r], ip[r], port[r]));
+    if (changedAt[r] > seq && (marks === null || (marks[r >>> 5] & (1 << (r & 31))) === 0) && keyPasses(type[r], ip[r], port[r], tableOf(r))) removed.add(type[r], ip[r], port[r], tableOf(r));
   }
   for (let i = at + 1; i < history.snapshots.length; i++) {
-    for (const key of history.snapshots[i].left) {
-      const t = keyType(key);
-      const a = keyIp(key);
-      const p = keyPort(key);
-      if (keyPasses(t, a, p) && rowOf(store, a, p, t) < 0) removed.push(textOrderKey(t, a, p));
+    const { left, leftV6 } = history.snapshots[i];
+    for (const key of left) {
+      if (keyPasses(keyType(key), keyIp(key), keyPort(key), isV6Key(key) ? leftV6 : null) && rowOf(store, key, leftV6) < 0) removed.addKey(key, leftV6);
     }
   }
-  const removes = sortedTexts(removed);
+  const removes = removed.sorted();
   return n + removes.length > listed ? whole(store, list, endNow, scratch) : { reset: false, n, removes };
 }
 
@@ -177,38 +177,69 @@ function whole(store: Store, list: Plan, endNow: number, scratch: QueryScratch):
   return { reset: true, n: execute(store, list, endNow, scratch), removes: NO_REMOVES };
 }
 
-/** The texts of keys given by their text-order numbers, sorted, each once (a key may have left more than once). */
-function sortedTexts(keys: number[]): string[] {
-  const sorted = Float64Array.from(keys).sort();
-  const texts: string[] = [];
-  for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) texts.push(textOfOrderKey(sorted[i]));
-  return texts;
+/**
+ * The keys a change set removes, as texts sorted as strings, each once (a
+ * key may have left more than once): IPv4 keys by their text-order numbers,
+ * which sort far faster than strings, IPv6 keys by their texts.
+ */
+class Removes {
+  private readonly v4: number[] = [];
+  private readonly v6: string[] = [];
+
+  /** The key of a row, or of a log: `ip` an IPv4 address, or the index of an IPv6 one in `table`. */
+  add(type: number, ip: number, port: number, table: AddressTable | null): void {
+    if (table === null) this.v4.push(textOrderKey(type, ip, port));
+    else this.v6.push(keyText(type, ip, port, table));
+  }
+
+  /** A key (see packKey) whose IPv6 address is in `table`. */
+  addKey(key: number, table: AddressTable): void {
+    this.add(keyType(key), keyIp(key), keyPort(key), isV6Key(key) ? table : null);
+  }
+
+  sorted(): string[] {
+    const numbers = Float64Array.from(this.v4).sort();
+    const v4: string[] = [];
+    for (let i = 0; i < numbers.length; i++) if (i === 0 || numbers[i] !== numbers[i - 1]) v4.push(textOfOrderKey(numbers[i]));
+    if (this.v6.length === 0) return v4;
+    const v6 = [...new Set(this.v6)].sort();
+    const texts: string[] = [];
+    let i = 0;
+    let j = 0;
+    while (i < v4.length || j < v6.length) texts.push(j >= v6.length || (i < v4.length && v4[i] < v6[j]) ? v4[i++] : v6[j++]);
+    return texts;
+  }
 }
 
-/** Whether a key passes the filters of the key itself. */
-export type KeyPasses = (type: number, ip: number, port: number) => boolean;
+/** Whether a key passes the filters of the key itself: `ip` an IPv4 address, or the index of an IPv6 one in `table`. */
+export type KeyPasses = (type: number, ip: number, port: number, table: AddressTable | null) => boolean;
 
-/** The filters of a key itself: its type, its port, and (JSON) its address. */
+/** The filters of a key itself: its type, its port, its family, and (JSON) its address. */
 export function keyFilter(plan: Plan): KeyPasses {
   const types = plan.types;
   const ports = plan.portSet;
   const ips = plan.ips;
-  return (type, ip, port) =>
+  const ipv = plan.ipv;
+  return (type, ip, port, table) =>
     (types === null || types.includes(type)) && (ports === null || ports.has(port)) &&
-    (ips === null || ips.some((item) => item.ip === ip && (item.port < 0 || item.port === port)));
+    (ipv === null || ipv.includes(table === null ? 4 : 6)) &&
+    (ips === null || ips.some((item) =>
+      (table === null ? item.v6 === null && item.ip === ip : item.v6 !== null && compareAddresses(table, ip, item.v6, 0) === 0) && (item.port < 0 || item.port === port)));
 }
 
-/** The key (see packKey) at position `pos` of byAddress. */
-const keyAtPosition = (store: Store, pos: number): number => store.c.addrKey[pos];
-
-/** The first position at or after `from` of byAddress whose key is not below `key`: a gallop, then a binary search. */
-function seek(store: Store, key: number, from: number): number {
+/**
+ * The first position at or after `from` of byAddress whose key is not below
+ * `key` (an IPv6 one indexing `table`): a gallop, then a binary search.
+ */
+function seek(store: Store, key: number, table: AddressTable, from: number): number {
   const n = store.rows;
   const keys = store.c.addrKey;
+  const own = store.c.v6Entries;
+  const below = (pos: number): boolean => compareKeys(keys[pos], own, key, table) < 0;
   let lo = from;
   let hi = from;
   let step = 1;
-  while (hi < n && keys[hi] < key) {
+  while (hi < n && below(hi)) {
     lo = hi + 1;
     hi += step;
     step *= 2;
@@ -216,17 +247,16 @@ function seek(store: Store, key: number, from: number): number {
   if (hi > n) hi = n;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (keys[mid] < key) lo = mid + 1;
+    if (below(mid)) lo = mid + 1;
     else hi = mid;
   }
   return lo;
 }
 
-/** The row of a key in `store`, or -1: byAddress is ordered by ip, port, type. */
-function rowOf(store: Store, ip: number, port: number, type: number): number {
-  const key = packKey(ip, port, type);
-  const pos = seek(store, key, 0);
-  return pos < store.rows && keyAtPosition(store, pos) === key ? store.c.byAddress[pos] : -1;
+/** The row of a key (an IPv6 one indexing `table`) in `store`, or -1: byAddress is ordered by ip, port, type. */
+function rowOf(store: Store, key: number, table: AddressTable): number {
+  const pos = seek(store, key, table, 0);
+  return pos < store.rows && compareKeys(store.c.addrKey[pos], store.c.v6Entries, key, table) === 0 ? store.c.byAddress[pos] : -1;
 }
 
 /** Whether a change set changes nothing. */

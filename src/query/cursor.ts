@@ -34,6 +34,8 @@ export function selectionTag(p: Plan): string {
   const selection = [
     sorted(p.types), sorted(p.anons), sorted(p.ports), p.ping, p.time, p.works, sorted(p.countries), p.countries ? p.countryMode : '',
     sorted(p.cities?.map((c) => c.trim().normalize('NFC').toLowerCase()) ?? null), sorted(p.services?.map((s) => s.toLowerCase()) ?? null), sorted(p.ips?.map((i) => i.text) ?? null),
+    // Only when given: the cursors of selections without it stay what they were before it existed.
+    ...(p.ipv ? [sorted(p.ipv)] : []),
   ];
   tag = createHash('sha256').update(JSON.stringify(selection)).digest('base64url').slice(0, SELECTION_CHARS);
   tags.set(p, tag);

@@ -1,4 +1,5 @@
 import { setBit } from '../store/bitset.js';
+import { addressIndex, packKey } from '../store/columns.js';
 import { normalizeCity, type Store } from '../store/store.js';
 import type { IpItem, Plan } from './plan.js';
 import type { QueryScratch } from './scratch.js';
@@ -48,6 +49,7 @@ export function execute(store: Store, plan: Plan, end: number, scratch: QueryScr
     if (!markCities(store, scratch.cityBits, plan.cities, end, words)) return 0;
     clauses.push({ sets: [scratch.cityBits], negate: false });
   }
+  if (plan.ipv && plan.ipv.length === 1) clauses.push({ sets: [store.ipvSets[plan.ipv[0] === 4 ? 0 : 1]], negate: false });
   if (plan.ips) {
     if (!markAddresses(store, scratch.ipBits, plan.ips, end, words)) return 0;
     clauses.push({ sets: [scratch.ipBits], negate: false });
@@ -219,22 +221,25 @@ function markCities(store: Store, bits: Uint32Array, cities: readonly string[], 
 /** Sets the bits of the prefix rows at the listed addresses; false when none is. */
 function markAddresses(store: Store, bits: Uint32Array, items: readonly IpItem[], end: number, words: number): boolean {
   bits.fill(0, 0, words);
-  const { byAddress, ip, port } = store.c;
+  const { byAddress, addrKey, v6Entries } = store.c;
   let any = false;
   for (const item of items) {
-    // byAddress is ordered by ip then port: find the first row at or after (ip, port).
+    // An IPv6 address is sought by its index among the store's: one it does not have matches nothing.
+    const v6 = item.v6 !== null;
+    const ip = v6 ? addressIndex(v6Entries, item.v6!) : item.ip;
+    if (ip < 0) continue;
+    // The keys of byAddress ascend: those of the address (and port) are one run.
+    const first = packKey(ip, item.port < 0 ? 0 : item.port, 0, v6);
+    const stop = item.port < 0 ? packKey(ip + 1, 0, 0, v6) : packKey(ip, item.port + 1, 0, v6);
     let lo = 0;
     let hi = byAddress.length;
-    const wantPort = item.port < 0 ? 0 : item.port;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      const r = byAddress[mid];
-      if (ip[r] < item.ip || (ip[r] === item.ip && port[r] < wantPort)) lo = mid + 1;
+      if (addrKey[mid] < first) lo = mid + 1;
       else hi = mid;
     }
-    for (let j = lo; j < byAddress.length; j++) {
+    for (let j = lo; j < byAddress.length && addrKey[j] < stop; j++) {
       const r = byAddress[j];
-      if (ip[r] !== item.ip || (item.port >= 0 && port[r] !== item.port)) break;
       if (r < end) {
         setBit(bits, r);
         any = true;

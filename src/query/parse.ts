@@ -1,3 +1,4 @@
+import { mappedIPv4, parseIPv6 } from '../core/ipv6.js';
 import { ANONS, RECORD_FIELDS, TYPES, parseIPv4 } from '../core/vocabulary.js';
 import { parseCursor, selectionTag } from './cursor.js';
 import { MAX_WAIT_S, type Get, type IpItem, type Plan, type Sort } from './plan.js';
@@ -94,7 +95,7 @@ export function parsePlan(raw: RawParams, services: readonly string[]): ParseRes
     return i < 0 ? undefined : i;
   };
   const MAX_INT = Number.MAX_SAFE_INTEGER;
-  const ipItems = (): IpItem[] | null => resolved('ip', parseIpItem, 'a.b.c.d or a.b.c.d:port', (i) => i.text);
+  const ipItems = (): IpItem[] | null => resolved('ip', parseIpItem, 'a.b.c.d, a.b.c.d:port, an IPv6 address or [IPv6]:port', (i) => i.text);
 
   const types = resolved('type', enumIndex(TYPES), TYPES.join(', '));
   const anons = resolved('anon', enumIndex(ANONS), ANONS.join(', '));
@@ -111,12 +112,13 @@ export function parsePlan(raw: RawParams, services: readonly string[]): ParseRes
   const cities = resolved('city', (s) => s, 'city names');
   const lowerServices = services.map((s) => s.toLowerCase());
   const services_ = resolved('service', (s) => services[lowerServices.indexOf(s.toLowerCase())], services.join(', '));
+  const ipv = resolved('ipv', (s) => (s === '4' || s === '6' ? Number(s) : undefined), '4, 6');
   const wait = integer('wait', 1, MAX_WAIT_S, `an integer from 1 to ${MAX_WAIT_S} (seconds)`);
   const get = choice('get', GETS, 'txt');
   const json = get === 'json' || get === 'json.file';
   const plan: Plan = {
     types, anons, ports, portSet: ports && new Set(ports), ping, time, works, countries, countryMode, cities, services: services_, wait,
-    sort: null, offset: null, count: null, lang: 'ru', get, json, typePrefix: false, fields: null, splitIp: false, pretty: true, wrap: false, format: 'array', ips: null, since: null,
+    sort: null, offset: null, count: null, lang: 'ru', get, json, typePrefix: false, fields: null, splitIp: false, pretty: true, wrap: false, format: 'array', ips: null, ipv, since: null,
   };
   const since = scalar('since');
   // Parameters that shape a list, or belong to the other output, are ignored and not validated.
@@ -152,12 +154,24 @@ export function parsePlan(raw: RawParams, services: readonly string[]): ParseRes
   return finishList(plan);
 }
 
+/** `a.b.c.d`, `a.b.c.d:port`, a bare IPv6 address in any text form, or `[IPv6]:port`; an IPv4-mapped address is its IPv4 one. */
 function parseIpItem(text: string): IpItem | undefined {
+  const bracketed = /^\[([^\]]*)\]:([0-9]{1,5})$/.exec(text);
   const colon = text.indexOf(':');
+  const bareV6 = colon >= 0 && text.indexOf(':', colon + 1) >= 0;
+  if (bracketed || bareV6) {
+    const groups = parseIPv6(bracketed ? bracketed[1] : text);
+    const port = bracketed ? Number(bracketed[2]) : -1;
+    if (groups === null || port === 0 || port > 65535) return undefined;
+    const mapped = mappedIPv4(groups);
+    if (mapped >= 0) return { text, ip: mapped, v6: null, port };
+    const v6 = Uint32Array.from({ length: 4 }, (_, w) => groups[w * 2] * 65536 + groups[w * 2 + 1]);
+    return { text, ip: -1, v6, port };
+  }
   const ip = parseIPv4(colon < 0 ? text : text.slice(0, colon));
   if (ip < 0) return undefined;
-  if (colon < 0) return { text, ip, port: -1 };
+  if (colon < 0) return { text, ip, v6: null, port: -1 };
   const portText = text.slice(colon + 1);
   const port = /^[0-9]{1,5}$/.test(portText) ? Number(portText) : 0;
-  return port >= 1 && port <= 65535 ? { text, ip, port } : undefined;
+  return port >= 1 && port <= 65535 ? { text, ip, v6: null, port } : undefined;
 }

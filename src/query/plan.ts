@@ -9,7 +9,10 @@ export const MAX_WAIT_S = 60;
 export interface IpItem {
   /** As given, trimmed: the form shown in the envelope's filters. */
   text: string;
+  /** An IPv4 address's number; -1 for an IPv6 one. */
   ip: number;
+  /** An IPv6 address's 4 words (an AddressTable of one); null for an IPv4 one. */
+  v6: Uint32Array | null;
   /** -1 for a bare address, which matches any port. */
   port: number;
 }
@@ -52,6 +55,8 @@ export interface Plan {
   format: 'array' | 'object';
   /** JSON and stats only. */
   ips: IpItem[] | null;
+  /** The entry address's families, 4 and 6, in first-given order, without duplicates; null = no filter. */
+  ipv: number[] | null;
   /** The cursor a change set starts from (docs/api.md, Keeping a list); null for a whole list. */
   since: Cursor | null;
 }
@@ -78,7 +83,7 @@ export function planKey(p: Plan): string {
 }
 
 function keyOf(p: Plan): string {
-  const select = [p.types, p.anons, p.ports, p.ping, p.time, p.works, p.countries, p.countries ? p.countryMode : '', p.cities, p.services, p.sort, p.offset, p.count, p.since?.text ?? null];
+  const select = [p.types, p.anons, p.ports, p.ping, p.time, p.works, p.countries, p.countries ? p.countryMode : '', p.cities, p.services, p.ipv, p.sort, p.offset, p.count, p.since?.text ?? null];
   const output = p.json || p.get === 'stats'
     ? [p.get, p.lang, p.fields, p.splitIp, p.pretty, p.wrap, p.format, p.ips?.map((i) => i.text) ?? null]
     : [p.get, p.typePrefix];

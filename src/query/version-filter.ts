@@ -1,4 +1,4 @@
-import { keyIp, keyPort, keyType } from '../store/columns.js';
+import { isV6Key, keyIp, keyPort, keyType } from '../store/columns.js';
 import { normalizeCity, type Store } from '../store/store.js';
 import type { VersionBatch } from '../store/versions.js';
 import type { KeyPasses } from './changes.js';
@@ -44,6 +44,6 @@ export function versionFilter(then: Then, batch: VersionBatch): (v: number) => b
     if (countryOk !== null && countryOk[country[v]] === 0) return false;
     if (cityOk !== null && cityOk[city[v]] === 0) return false;
     const k = key[v];
-    return keyPasses(keyType(k), keyIp(k), keyPort(k));
+    return keyPasses(keyType(k), keyIp(k), keyPort(k), isV6Key(k) ? batch.v6 : null);
   };
 }

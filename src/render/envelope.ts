@@ -22,6 +22,7 @@ export function envelopeFilters(plan: Plan): Record<string, unknown> {
   if (plan.cities) f.city = plan.cities;
   if (plan.services) f.service = plan.services.map((s) => s.toLowerCase());
   if (plan.ips) f.ip = plan.ips.map((i) => i.text);
+  if (plan.ipv) f.ipv = plan.ipv;
   if (plan.sort !== null) f.sort = plan.sort;
   if (plan.offset !== null) f.offset = plan.offset;
   if (plan.count !== null) f.count = plan.count;
@@ -72,7 +73,7 @@ export class BodyWriter {
   constructor(readonly store: Store, readonly plan: Plan, readonly rows: Uint32Array, readonly n: number, nowMs: number, changes: ChangeFrame | null = null) {
     this.shape = plan.json ? (changes ? { ...jsonShape(plan), format: 'object', depth: 2, typeKeys: true } : jsonShape(plan)) : null;
     this.prefix = changes ? UPSERT_PREFIX : plan.typePrefix ? TYPE_PREFIX : null;
-    this.rowBound = this.shape ? jsonRowBound(store, this.shape) : txtRowBound(this.prefix);
+    this.rowBound = this.shape ? jsonRowBound(store, this.shape) : txtRowBound(store, this.prefix);
     if (changes) {
       const [head, foot] = plan.json ? changeEnvelope(plan, changes) : ['', changes.removes.map((key) => `-${key}\n`).join('')];
       this.head = Buffer.from(head);

@@ -62,9 +62,9 @@ function buildTemplate(store: Store, shape: JsonShape): Template {
   const colon = shape.pretty ? ': ' : ':';
   const keys = names.map((name, i) => enc(`${i > 0 ? ',' : ''}${nl(shape.depth + 1)}${JSON.stringify(name)}${colon}`));
   const object = shape.format === 'object';
-  let rowBound = 64 + (shape.depth + 2) * 4 + (shape.typeKeys ? 16 : 0);
+  let rowBound = 64 + (shape.depth + 2) * 4 + (shape.typeKeys ? 16 : 0) + (object ? store.meta.maxLineBytes + 1 : 0);
   codes.forEach((code, i) => {
-    rowBound += keys[i].length + (code >= SERVICE_CODE ? 5 : code === FIELD.ping ? store.maxPingText : code === FIELD.city ? store.maxCityJson : code === FIELD.ip_out ? store.maxIpOutJson : FIELD_TABLE[code].maxJsonBytes!);
+    rowBound += keys[i].length + (code >= SERVICE_CODE ? 5 : code === FIELD.ping ? store.maxPingText : code === FIELD.city ? store.maxCityJson : code === FIELD.ip_out ? store.maxIpOutJson : code === FIELD.ip ? store.meta.maxLineBytes + 1 : FIELD_TABLE[code].maxJsonBytes!);
   });
   const { writeRows, measureRows } = compileRowWriter(
     {
@@ -79,6 +79,9 @@ function buildTemplate(store: Store, shape: JsonShape): Template {
       maxPing: store.maxPingText,
       maxCity: store.maxCityJson,
       maxExitV6: store.maxExitV6,
+      maxAddress: Math.max(1, store.meta.maxLineBytes - 1),
+      maxIp: Math.max(1, store.meta.maxIpBytes),
+      entriesV6: store.meta.ipv6Entries > 0,
     },
     DOMAINS,
   );

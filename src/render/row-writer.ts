@@ -35,6 +35,10 @@ export interface RowShape {
   maxCity: number;
   /** The store's longest IPv6 exit, in bytes; 0 when it has none. */
   maxExitV6: number;
+  /** The store's longest `ip:port` and `ip` (brackets included), in bytes, and whether it has IPv6 entries. */
+  maxAddress: number;
+  maxIp: number;
+  entriesV6: boolean;
 }
 
 
@@ -129,9 +133,7 @@ const within = (before: string, v: Value): Value => ({ write: `{${before}${v.wri
 
 const wordsFor = (bytes: number): number => Math.max(1, Math.ceil(bytes / 8));
 
-/** The longest ip:port, ip and port, in bytes. */
-const MAX_ADDRESS = 21;
-const MAX_IP = 15;
+/** The longest port, in bytes. */
 const MAX_PORT = 5;
 
 /**
@@ -175,9 +177,19 @@ const TYPE_KEY: Value = {
   measure: 'len+=tkL[type[r]];',
 };
 
+/** `ip:port` as the line has it (an IPv6 address bracketed). */
+const address = (shape: RowShape): Value => words('lines', 'ls', 'ae-s', wordsFor(shape.maxAddress));
+
+/** The line's address without its port, and without the brackets of an IPv6 one where the store has any. */
+function bareIp(shape: RowShape): Value {
+  const count = wordsFor(shape.maxIp);
+  if (!shape.entriesV6) return words('lines', 'ls', 'ie-s', count);
+  return within('const b=linesV.getUint8(ls)===91?1:0;', words('lines', 'ls+b', 'ie-b-s', count));
+}
+
 function valueParts(code: number, shape: RowShape): Part[] {
   switch (code) {
-    case FIELD.ip: return [QUOTE, shape.splitIp ? words('lines', 'ls', 'ie-s', wordsFor(MAX_IP)) : words('lines', 'ls', 'ae-s', wordsFor(MAX_ADDRESS)), QUOTE];
+    case FIELD.ip: return [QUOTE, shape.splitIp ? bareIp(shape) : address(shape), QUOTE];
     case FIELD.port: return [QUOTE, words('lines', 'ie+1', 'ae-s', wordsFor(MAX_PORT)), QUOTE];
     case FIELD.ip_out: return [QUOTE, ipOutValue(shape), QUOTE];
     case FIELD.ping: return [within('const p=pingRank[r];', words('ping', 'pingO[p]', 'pingO[p+1]-s', wordsFor(shape.maxPing)))];
@@ -247,7 +259,7 @@ function merge(parts: Part[]): Part[] {
 
 export function compileRowWriter(shape: RowShape, domains: Domains): { writeRows: RowWriter; measureRows: RowMeasure } {
   const parts: Part[] = [shape.open];
-  if (shape.object) parts.push(...(shape.typeKeys ? [TYPE_KEY] : []), words('lines', 'ls', 'ae-s', wordsFor(MAX_ADDRESS)), shape.afterAddress);
+  if (shape.object) parts.push(...(shape.typeKeys ? [TYPE_KEY] : []), address(shape), shape.afterAddress);
   const groups: GroupTable[] = [];
   for (let k = 0; k < shape.codes.length; ) {
     parts.push(shape.keys[k]);

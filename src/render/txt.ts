@@ -1,5 +1,5 @@
 import { TYPES } from '../core/vocabulary.js';
-import { MAX_LINE_BYTES, type ByteStrings } from '../store/columns.js';
+import type { ByteStrings } from '../store/columns.js';
 import type { Store } from '../store/store.js';
 import { packStrings } from '../store/encode.js';
 import { copyWords, dataView, type OutputBuffer } from './output-buffer.js';
@@ -20,7 +20,7 @@ export function renderTxt(out: OutputBuffer, store: Store, rows: Uint32Array, fr
   const { bytes, off } = store.c.lines;
   const lines = dataView(bytes);
   // One reservation for the worst case: no growth check per row.
-  const buf = out.reserve((to - from) * txtRowBound(prefix));
+  const buf = out.reserve((to - from) * txtRowBound(store, prefix));
   const dv = dataView(buf);
   let pos = out.pos;
   if (prefix) {
@@ -49,8 +49,8 @@ export function renderTxt(out: OutputBuffer, store: Store, rows: Uint32Array, fr
   out.pos = pos;
 }
 
-/** An upper bound of the bytes one line takes. */
-export const txtRowBound = (prefix: LinePrefix): number => MAX_LINE_BYTES + (prefix ? MAX_PREFIX : 0);
+/** An upper bound of the bytes one line of the store takes. */
+export const txtRowBound = (store: Store, prefix: LinePrefix): number => store.meta.maxLineBytes + (prefix ? MAX_PREFIX : 0);
 
 /** The bytes that `rows[from..to)` take in a txt body. */
 export function txtLength(store: Store, rows: Uint32Array, from: number, to: number, prefix: LinePrefix): number {

@@ -82,7 +82,8 @@ export function generateRecords(o: GenerateOptions): SnapshotRecord[] {
     const [ru, en] = pick(cities);
     const cityShape = rand();
     const record: SnapshotRecord = {
-      ip: randomIp(),
+      // About one in twenty listens on IPv6.
+      ip: rand() < 0.05 ? randomIpv6() : randomIp(),
       port: rand() < 0.8 ? pick(PORTS) : 1024 + Math.floor(rand() * 64000),
       type: weighted(TYPES, [40, 20, 15, 25]),
       anon: weighted(ANONS, [30, 30, 40]),
@@ -95,7 +96,7 @@ export function generateRecords(o: GenerateOptions): SnapshotRecord[] {
     if (cityShape < 0.85) record.city = { ru, en };
     else if (cityShape < 0.9) record.city = { en };
     else if (cityShape < 0.93) record.city = { ru };
-    // About a fifth leave through an IPv6 exit, and a third of the others through another IPv4 address.
+    // About a fifth leave through an IPv6 exit, and a third of the others through another IPv4 address (the rest from their entry).
     const exit = rand();
     if (exit < 0.2) record.ip_out = randomIpv6();
     else if (exit < 0.44) record.ip_out = randomIp();

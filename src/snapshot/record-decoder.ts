@@ -57,6 +57,8 @@ export class RecordDecoder {
   ipOut = -1;
   /** An IPv6 ip_out in RFC 5952's form, else null. */
   ipOutV6: string | null = null;
+  /** An IPv6 ip: its 8 groups and its text in RFC 5952's form; null when ip is IPv4. */
+  ipV6: { groups: number[]; text: string } | null = null;
   type = 0;
   anon = 0;
   ping = 0;
@@ -151,8 +153,8 @@ export class RecordDecoder {
     return parseIPv4Bytes(b, start, len);
   }
 
-  /** An IPv4 address as its number (an IPv4-mapped IPv6 one too); an IPv6 one as -2, its text in `ipOutV6`; else -1. */
-  private exit(b: Uint8Array, len: number): number {
+  /** An IPv4 address as its number (an IPv4-mapped IPv6 one too); an IPv6 one as -2, its groups in `groups`; else -1. */
+  private address(b: Uint8Array, len: number): number {
     const v4 = this.ipv4(b, len);
     // The longest IPv6 text, all groups written in full with a dotted tail.
     if (v4 >= 0 || len > 45) return v4;
@@ -160,9 +162,11 @@ export class RecordDecoder {
     if (groups === null) return -1;
     const mapped = mappedIPv4(groups);
     if (mapped >= 0) return mapped;
-    this.ipOutV6 = formatIPv6(groups);
+    this.groups = groups;
     return -2;
   }
+
+  private groups: number[] = [];
 
   /** Reads the record at pos; returns the position after it. `problem` says whether it is valid. */
   read(b: Uint8Array, pos: number): number {
@@ -172,6 +176,7 @@ export class RecordDecoder {
     let unknownService = '';
     this.ipOut = -1;
     this.ipOutV6 = null;
+    this.ipV6 = null;
     this.cityStart = this.ruStart = this.enStart = -1;
     this.services = 0;
     const entries = this.container(b, 0x80, 0xde);
@@ -190,9 +195,10 @@ export class RecordDecoder {
       switch (field) {
         case K_IP: {
           const len = this.string(b);
-          const v = len < 0 ? -1 : this.ipv4(b, len);
-          ip = v < 0 ? BAD : OK;
-          this.ip = v;
+          const v = len < 0 ? -1 : this.address(b, len);
+          ip = v === -1 ? BAD : OK;
+          this.ip = v < 0 ? 0 : v;
+          this.ipV6 = v === -2 ? { groups: this.groups, text: formatIPv6(this.groups) } : null;
           break;
         }
         case K_PORT: hasPort = true; port = this.number(b); break;
@@ -200,9 +206,10 @@ export class RecordDecoder {
           if (this.isNil(b)) { ipOut = ABSENT; this.ipOut = -1; this.ipOutV6 = null; break; }
           const len = this.string(b);
           this.ipOutV6 = null;
-          const v = len < 0 ? -1 : this.exit(b, len);
+          const v = len < 0 ? -1 : this.address(b, len);
           ipOut = v === -1 ? BAD : OK;
           this.ipOut = v < 0 ? -1 : v;
+          if (v === -2) this.ipOutV6 = formatIPv6(this.groups);
           break;
         }
         case K_TYPE:
@@ -258,7 +265,7 @@ export class RecordDecoder {
     this.checkedAt = checked;
     this.works = works;
     this.problem =
-      ip !== OK ? 'ip is not a dotted IPv4 address'
+      ip !== OK ? 'ip is not an IPv4 or IPv6 address'
       : !hasPort || !(Number.isInteger(port) && port >= 1 && port <= 65535) ? 'port is not an integer in 1..65535'
       : ipOut === BAD ? 'ip_out is not an IPv4 or IPv6 address'
       : type !== OK ? 'type is not one of http, https, socks4, socks5'

@@ -25,6 +25,9 @@ export class RecordExtractor implements ExtractedRecords {
   readonly exitsV6 = { records: [] as number[], texts: [] as string[] };
   /** Id of each IPv6 exit's text in `exitsV6.texts`. */
   private readonly exitV6Ids = new Map<string, number>();
+  readonly entriesV6 = { records: [] as number[], texts: [] as string[], words: [] as number[] };
+  /** Id of each IPv6 entry address's text in `entriesV6.texts`. */
+  private readonly entryV6Ids = new Map<string, number>();
 
   constructor(readonly serviceNames: readonly string[], capacity: number) {
     // Room for one record at least: the build's lanes of row ids are told apart by where they start.
@@ -42,16 +45,28 @@ export class RecordExtractor implements ExtractedRecords {
     }
     const m = this.count++;
     const c = this.columns;
-    c.ip[m] = d.ip;
+    if (d.ipV6 === null) c.ip[m] = d.ip;
+    else {
+      const { text, groups } = d.ipV6;
+      let id = this.entryV6Ids.get(text);
+      if (id === undefined) {
+        this.entryV6Ids.set(text, (id = this.entriesV6.texts.push(text) - 1));
+        for (let w = 0; w < 8; w += 2) this.entriesV6.words.push(groups[w] * 65536 + groups[w + 1]);
+      }
+      c.ip[m] = id;
+      this.entriesV6.records.push(m);
+    }
     c.port[m] = d.port;
     c.type[m] = d.type;
     c.anon[m] = d.anon;
     c.works[m] = d.works;
     c.ping[m] = d.ping;
     c.checkedAt[m] = d.checkedAt;
-    if (d.ipOutV6 !== null) {
-      let id = this.exitV6Ids.get(d.ipOutV6);
-      if (id === undefined) this.exitV6Ids.set(d.ipOutV6, (id = this.exitsV6.texts.push(d.ipOutV6) - 1));
+    // A record without ip_out leaves from its entry, which may be IPv6.
+    const exitV6 = d.ipOutV6 ?? (d.ipOut < 0 ? d.ipV6?.text ?? null : null);
+    if (exitV6 !== null) {
+      let id = this.exitV6Ids.get(exitV6);
+      if (id === undefined) this.exitV6Ids.set(exitV6, (id = this.exitsV6.texts.push(exitV6) - 1));
       c.ipOut[m] = id;
       this.exitsV6.records.push(m);
     } else c.ipOut[m] = d.ipOut >= 0 ? d.ipOut : d.ip;

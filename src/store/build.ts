@@ -2,7 +2,7 @@ import { ANONS, TYPES } from '../core/vocabulary.js';
 import { formatTimecheck } from '../core/service-time.js';
 import { ColumnArena, mappedBuffer, sharedCopy } from './arena.js';
 import { member, setBit, wordsFor, type BitsetFamily } from './bitset.js';
-import { MAX_LINE_BYTES, READ_SLACK, packKey, type ByteStrings, type StoreColumns, type StoreMeta } from './columns.js';
+import { MAX_LINE_BYTES, MAX_V6_LINE_BYTES, READ_SLACK, packKey, type ByteStrings, type StoreColumns, type StoreMeta } from './columns.js';
 import { packStrings, writeAscii, writeIPv4, writeUint } from './encode.js';
 import { recordPrints, type ExitsV6 } from './history.js';
 import { radixSortIndices } from './radix-sort.js';
@@ -68,6 +68,12 @@ export interface ExtractedRecords {
    * addresses' texts (RFC 5952): such a record's `ipOut` is its text's index.
    */
   readonly exitsV6: ExitsV6;
+  /**
+   * The records whose ip is an IPv6 address, ascending, the distinct
+   * addresses' texts (RFC 5952) and their words (4 each, as an
+   * AddressTable): such a record's `ip` is its address's index.
+   */
+  readonly entriesV6: { readonly records: readonly number[]; readonly texts: readonly string[]; readonly words: readonly number[] };
   /** Country codes in alphabetical order; renumbers the country column to match. */
   countries(): string[];
 }
@@ -127,10 +133,10 @@ type RankColumn = Uint16Array | Uint32Array;
 const narrowest = (room: RankColumn) => (distinct: number): RankColumn =>
   distinct <= 65536 ? new Uint16Array(room.buffer, room.byteOffset, room.length) : room;
 
-/** One pass: each item written at most `maxBytes` long into the arena, then the block cut to size. */
-function byteStrings(arena: ColumnArena, count: number, maxBytes: number, write: (buf: Uint8Array, pos: number, row: number) => number): ByteStrings {
+/** One pass: the items written into `roomBytes` of the arena, then the block cut to size. */
+function byteStrings(arena: ColumnArena, count: number, roomBytes: number, write: (buf: Uint8Array, pos: number, row: number) => number): ByteStrings {
   const off = arena.u32(count + 1);
-  const room = arena.u8(count * maxBytes + READ_SLACK);
+  const room = arena.u8(roomBytes + READ_SLACK);
   let pos = 0;
   for (let r = 0; r < count; r++) off[r + 1] = pos = write(room, pos, r);
   return { bytes: arena.shrink(room, pos + READ_SLACK), off };
@@ -163,7 +169,7 @@ function family(arena: ColumnArena, count: number, bits: number): BitsetFamily {
  * port, type, still indexed by record) and each record's row: `byAddress`,
  * `addrId` per row, and the records' prints and keys in address order.
  */
-function addressColumns(arena: ColumnArena, x: RecordColumns, kept: Uint32Array, rowOf: Uint32Array, prints: Uint32Array) {
+function addressColumns(arena: ColumnArena, x: RecordColumns, kept: Uint32Array, rowOf: Uint32Array, prints: Uint32Array, v6: RecordFamily) {
   const rows = kept.length;
   const byAddress = arena.u32(rows);
   const addrId = arena.u32(rows);
@@ -173,14 +179,48 @@ function addressColumns(arena: ColumnArena, x: RecordColumns, kept: Uint32Array,
   for (let j = 0; j < rows; j++) {
     const v = kept[j];
     const p = j > 0 ? kept[j - 1] : -1;
-    if (p < 0 || x.ip[p] !== x.ip[v] || x.port[p] !== x.port[v]) addrCount++;
+    if (p < 0 || x.ip[p] !== x.ip[v] || x.port[p] !== x.port[v] || v6(p) !== v6(v)) addrCount++;
     const r = (byAddress[j] = rowOf[v]);
     addrId[r] = addrCount - 1;
     addrPrint[j * 2] = prints[v * 2];
     addrPrint[j * 2 + 1] = prints[v * 2 + 1];
-    addrKey[j] = packKey(x.ip[v], x.port[v], x.type[v]);
+    addrKey[j] = packKey(x.ip[v], x.port[v], x.type[v], v6(v));
   }
   return { byAddress, addrId, addrPrint, addrKey, addrCount };
+}
+
+/** Whether a record (by record number) has an IPv6 entry. */
+type RecordFamily = (v: number) => boolean;
+
+/** The items of `order`, IPv4 records first, into `into`: a stable partition. */
+function familiesInOrder(order: Uint32Array, into: Uint32Array, v6: RecordFamily): Uint32Array {
+  let k = 0;
+  for (let j = 0; j < order.length; j++) if (!v6(order[j])) into[k++] = order[j];
+  for (let j = 0; j < order.length; j++) if (v6(order[j])) into[k++] = order[j];
+  return into.subarray(0, order.length);
+}
+
+/**
+ * Ranks the IPv6 entry addresses: each such record's `ip` becomes the index
+ * of its address in the table, ascending (the store's `v6Entries`).
+ * Returns the table, the texts by index, and the records' family.
+ */
+function rankEntriesV6(records: ExtractedRecords, ip: Uint32Array): { table: Uint32Array; texts: string[]; v6: RecordFamily } {
+  const { records: list, texts, words: w } = records.entriesV6;
+  if (list.length === 0) return { table: new Uint32Array(new SharedArrayBuffer(0)), texts: [], v6: () => false };
+  const ids = Array.from(texts, (_, i) => i).sort((a, b) => w[a * 4] - w[b * 4] || w[a * 4 + 1] - w[b * 4 + 1] || w[a * 4 + 2] - w[b * 4 + 2] || w[a * 4 + 3] - w[b * 4 + 3]);
+  const rank = new Uint32Array(ids.length);
+  const table = new Uint32Array(new SharedArrayBuffer(ids.length * 16));
+  ids.forEach((id, k) => {
+    rank[id] = k;
+    for (let i = 0; i < 4; i++) table[k * 4 + i] = w[id * 4 + i];
+  });
+  const family = new Uint32Array(wordsFor(records.count));
+  for (const v of list) {
+    ip[v] = rank[ip[v]];
+    setBit(family, v);
+  }
+  return { table, texts: ids.map((id) => texts[id]), v6: (v) => (family[v >>> 5] & (1 << (v & 31))) !== 0 };
 }
 
 /** Marks in `bits` the rows of the records (`records`, by record number) that were kept, not dropped as duplicates; returns how many. */
@@ -250,15 +290,19 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   // initial reversed order makes "later in the file" win ties.
   const reversed = lanes[0];
   for (let i = 0; i < m; i++) reversed[i] = m - 1 - i;
-  const identity = radixSortIndices(reversed, [
+  const entriesV6 = rankEntriesV6(records, x.ip);
+  const v6 = entriesV6.v6;
+  const sorted = radixSortIndices(reversed, [
     { column: x.timeRank, descending: false }, { column: x.type, descending: false },
     { column: x.port, descending: false }, { column: x.ip, descending: false },
   ], lanes[1], digits);
+  // Every IPv4 record before every IPv6 one, each family in the order of the sort.
+  const identity = records.entriesV6.records.length === 0 ? sorted : familiesInOrder(sorted, freeLane(sorted), v6);
   let rows = 0;
   for (let j = 0; j < m; j++) {
     const v = identity[j];
     const p = rows > 0 ? identity[rows - 1] : -1;
-    if (p >= 0 && x.ip[p] === x.ip[v] && x.port[p] === x.port[v] && x.type[p] === x.type[v]) continue;
+    if (p >= 0 && x.ip[p] === x.ip[v] && x.port[p] === x.port[v] && x.type[p] === x.type[v] && v6(p) === v6(v)) continue;
     identity[rows++] = v;
   }
   const kept = identity.subarray(0, rows);
@@ -271,11 +315,19 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   const rowOf = freeLane(kept, out);
   for (let r = 0; r < rows; r++) rowOf[out[r]] = r;
 
-  const arena = new ColumnArena(derivedBytes(rows, TYPES.length + ANONS.length + countries.length + services.length + 1, records.cities.length, times.length));
+  const arena = new ColumnArena(derivedBytes(rows, TYPES.length + ANONS.length + countries.length + services.length + 3, records.cities.length, times.length) + records.entriesV6.records.length * (MAX_V6_LINE_BYTES - MAX_LINE_BYTES));
   const prints = recordPrints(x, m, pingValues, times, countries, records.cities, records.exitsV6);
-  const { byAddress, addrId, addrPrint, addrKey, addrCount } = addressColumns(arena, x, kept, rowOf, prints);
+  const { byAddress, addrId, addrPrint, addrKey, addrCount } = addressColumns(arena, x, kept, rowOf, prints, v6);
   const exitV6Bits = family(arena, 1, rows);
   const exitV6Rows = exitRows(records.exitsV6.records, rowOf, out, member(exitV6Bits, 0));
+  const ipvBits = family(arena, 2, rows);
+  const [v4Rows, v6Rows] = [member(ipvBits, 0), member(ipvBits, 1)];
+  let ipv6Entries = 0;
+  for (let r = 0; r < rows; r++) {
+    const isV6 = v6(out[r]);
+    setBit(isV6 ? v6Rows : v4Rows, r);
+    ipv6Entries += Number(isV6);
+  }
 
   // The kept columns into row order, through a lane that is free again.
   const tmpOffset = freeLane(out).byteOffset;
@@ -302,13 +354,23 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   release();
 
   const ipLen = arena.u8(rows);
-  const lines = byteStrings(arena, rows, MAX_LINE_BYTES, (buf, pos, r) => {
+  let maxLineBytes = 0;
+  let maxIpBytes = 0;
+  const lines = byteStrings(arena, rows, rows * MAX_LINE_BYTES + records.entriesV6.records.length * (MAX_V6_LINE_BYTES - MAX_LINE_BYTES), (buf, pos, r) => {
     const begin = pos;
-    pos = writeIPv4(buf, pos, c.ip[r]);
+    if ((v6Rows[r >>> 5] & (1 << (r & 31))) === 0) pos = writeIPv4(buf, pos, c.ip[r]);
+    else {
+      // An IPv6 address is bracketed wherever a port follows it (docs/api.md, IPv6).
+      buf[pos++] = 91;
+      pos = writeAscii(buf, pos, entriesV6.texts[c.ip[r]]);
+      buf[pos++] = 93;
+    }
     ipLen[r] = pos - begin;
     buf[pos++] = 58; // ':'
     pos = writeUint(buf, pos, c.port[r]);
     buf[pos] = 10;
+    maxLineBytes = Math.max(maxLineBytes, pos + 1 - begin);
+    maxIpBytes = Math.max(maxIpBytes, ipLen[r]);
     return pos + 1;
   });
 
@@ -342,7 +404,7 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
 
   const columns: StoreColumns = {
     ...c, pingValues, times, addrId, addrCount, byAddress, addrPrint, addrKey, byPing, byWorks, lines, ipLen, pingText, timecheck,
-    typeBits, anonBits, countryBits, serviceBits, exitV6Bits, exitV6Text: packStrings(records.exitsV6.texts), cityStart, cityRows,
+    typeBits, anonBits, countryBits, serviceBits, exitV6Bits, exitV6Text: packStrings(records.exitsV6.texts), v6Entries: entriesV6.table, ipvBits, cityStart, cityRows,
     cityJsonRu: packStrings(records.cities.map((k) => JSON.stringify(k.ru))),
     cityJsonEn: packStrings(records.cities.map((k) => JSON.stringify(k.en))),
   };
@@ -351,6 +413,7 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   const meta: StoreMeta = {
     generatedAt, contentHash, services: [...services], countries, cities: records.cities,
     skipped: records.skipped, duplicates: m - rows, skipReasons: records.skipReasons, skipCounts: records.skipCounts, maxPingText, ipv6Exits: exitV6Rows,
+    ipv6Entries, maxLineBytes, maxIpBytes,
   };
   return { columns, meta };
 }

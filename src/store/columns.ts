@@ -1,7 +1,8 @@
 import type { BitsetFamily } from './bitset.js';
 
-/** The longest `ip:port\n`: `255.255.255.255:65535\n`. */
+/** The longest `ip:port\n` of an IPv4 record, `255.255.255.255:65535\n`, and of an IPv6 one, `[` 39 characters `]:65535\n`. */
 export const MAX_LINE_BYTES = 22;
+export const MAX_V6_LINE_BYTES = 48;
 
 /**
  * Byte columns (lines, ping texts, timecheck, city JSON) end with this
@@ -10,11 +11,56 @@ export const MAX_LINE_BYTES = 22;
  */
 export const READ_SLACK = 64;
 
-/** A record's identity as one number: ip, port and type, ordered as byAddress orders rows. */
-export const packKey = (ip: number, port: number, type: number): number => ip * 262144 + port * 4 + type;
-export const keyIp = (key: number): number => Math.floor(key / 262144);
+/** The keys of IPv6 records start here: every IPv4 key is below. */
+export const V6_KEYS = 2 ** 50;
+
+/**
+ * A record's identity as one number: ip, port and type, ordered as
+ * byAddress orders rows. An IPv4 record's ip is its address; an IPv6
+ * record's is the index of its address in an address table (see
+ * compareKeys), which is the store's `v6Entries` for its own keys, and a
+ * log's or batch's own for the keys the history keeps.
+ */
+export const packKey = (ip: number, port: number, type: number, v6 = false): number => (v6 ? V6_KEYS : 0) + ip * 262144 + port * 4 + type;
+export const isV6Key = (key: number): boolean => key >= V6_KEYS;
+export const keyIp = (key: number): number => Math.floor((key % V6_KEYS) / 262144);
 export const keyPort = (key: number): number => Math.floor(key / 4) % 65536;
 export const keyType = (key: number): number => key % 4;
+
+/**
+ * IPv6 addresses, 4 words each, most significant first, ascending: the
+ * address of index i is words 4i .. 4i + 3.
+ */
+export type AddressTable = Uint32Array;
+
+/** The order of address i of `a` and address j of `b`, as 128-bit numbers: negative, 0 or positive. */
+export function compareAddresses(a: AddressTable, i: number, b: AddressTable, j: number): number {
+  for (let w = 0; w < 4; w++) {
+    const d = a[i * 4 + w] - b[j * 4 + w];
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/** The order of two keys, each with the table its IPv6 address is in: IPv4 first, then by address, port and type. */
+export function compareKeys(a: number, tableA: AddressTable, b: number, tableB: AddressTable): number {
+  if (a < V6_KEYS || b < V6_KEYS) return a - b;
+  return compareAddresses(tableA, keyIp(a), tableB, keyIp(b)) || (a % 262144) - (b % 262144);
+}
+
+/** The index of `address` (4 words) in `table`, or -1. */
+export function addressIndex(table: AddressTable, address: Uint32Array): number {
+  let lo = 0;
+  let hi = table.length / 4;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const d = compareAddresses(table, mid, address, 0);
+    if (d === 0) return mid;
+    if (d < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return -1;
+}
 
 /** Variable-length byte strings, one per item: item i is bytes[off[i] .. off[i+1]). */
 export interface ByteStrings {
@@ -41,6 +87,10 @@ export interface StoreColumns {
   timeRank: Uint16Array | Uint32Array;
   /** The distinct checked_at values, descending. */
   times: Uint32Array;
+  /** The IPv6 entry addresses, ascending: an IPv6 row's `ip` is the index of its address here. */
+  v6Entries: AddressTable;
+  /** The rows of each family: member 0 IPv4, member 1 IPv6 (the `ipv` filter). */
+  ipvBits: BitsetFamily;
   /** The address rows are answered from: an IPv4 address as its number, an IPv6 one as its index in `exitV6Text`. */
   ipOut: Uint32Array;
   /** The rows whose ip_out is IPv6 (one bitset). */
@@ -101,8 +151,12 @@ export interface StoreMeta {
   skipReasons: string[];
   /** Records skipped for each reason (docs/snapshot.md). */
   skipCounts: Record<string, number>;
-  /** Rows whose ip_out is an IPv6 address. */
+  /** Rows whose ip_out is an IPv6 address, and whose ip is. */
   ipv6Exits: number;
+  ipv6Entries: number;
+  /** The longest `ip:port\n` of a row, and its longest `ip` (an IPv6 one bracketed), in bytes. */
+  maxLineBytes: number;
+  maxIpBytes: number;
 }
 
 /** The buffers a store's columns are views of: shared memory every one (store/arena.ts), so that serving threads read them where they are. */
@@ -110,7 +164,7 @@ export function columnBuffers(c: StoreColumns): ArrayBufferLike[] {
   const views: ArrayBufferView[] = [
     c.ip, c.port, c.type, c.anon, c.works, c.pingRank, c.pingValues, c.timeRank, c.times, c.ipOut, c.country, c.city, c.services,
     c.addrId, c.byAddress, c.addrPrint, c.addrKey, c.byPing, c.byWorks, c.lines.bytes, c.lines.off, c.ipLen, c.pingText.bytes, c.pingText.off, c.timecheck,
-    c.typeBits.data, c.anonBits.data, c.countryBits.data, c.serviceBits.data, c.exitV6Bits.data, c.exitV6Text.bytes, c.exitV6Text.off, c.cityStart, c.cityRows,
+    c.typeBits.data, c.anonBits.data, c.countryBits.data, c.serviceBits.data, c.exitV6Bits.data, c.exitV6Text.bytes, c.exitV6Text.off, c.v6Entries, c.ipvBits.data, c.cityStart, c.cityRows,
     c.cityJsonRu.bytes, c.cityJsonRu.off, c.cityJsonEn.bytes, c.cityJsonEn.off,
   ];
   return [...new Set(views.map((v) => v.buffer))];

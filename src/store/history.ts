@@ -1,5 +1,6 @@
 import { mappedBuffer, sharedBuffer, sharedCopy } from './arena.js';
-import type { StoreColumns, StoreMeta } from './columns.js';
+import { compareKeys, type AddressTable, type StoreColumns, type StoreMeta } from './columns.js';
+import { KeyTable, NO_ADDRESSES } from './key-table.js';
 import { VERSION_BYTES, VersionWriter, type VersionBatch } from './versions.js';
 
 /** One round of MurmurHash3's 32-bit mixing: `h` after the word `k`. */
@@ -100,6 +101,8 @@ export interface RememberedSnapshot {
   loadedAtMs: number;
   /** Keys (see `packKey`) of the snapshot before it that it no longer has, ascending. */
   left: Float64Array;
+  /** The addresses its IPv6 keys index. */
+  leftV6: AddressTable;
 }
 
 /** Characters of the content hash a cursor carries. */
@@ -163,7 +166,7 @@ export class History {
 
   /** Bytes held: the column of rows, the logs of keys that left, and the versions. */
   get bytes(): number {
-    return this.changedAt.byteLength + this.snapshots.reduce((n, s) => n + s.left.byteLength, 0) + this.versionCount * VERSION_BYTES;
+    return this.changedAt.byteLength + this.snapshots.reduce((n, s) => n + s.left.byteLength + s.leftV6.byteLength, 0) + this.versions.reduce((n, b) => n + b.count * VERSION_BYTES + b.v6.byteLength, 0);
   }
 }
 
@@ -173,7 +176,7 @@ const rowColumn = (rows: number): Uint32Array => new Uint32Array(sharedBuffer(ro
 /** A history that begins with this snapshot: every row changed at it. */
 export function startHistory(c: StoreColumns, meta: StoreMeta, seq: number, nowMs: number): History {
   const changedAt = rowColumn(c.rows).fill(seq);
-  return new History(changedAt, [{ generatedAt: meta.generatedAt, content: meta.contentHash.slice(0, CONTENT_CHARS), seq, loadedAtMs: nowMs, left: NOTHING_LEFT }]);
+  return new History(changedAt, [{ generatedAt: meta.generatedAt, content: meta.contentHash.slice(0, CONTENT_CHARS), seq, loadedAtMs: nowMs, left: NOTHING_LEFT, leftV6: NO_ADDRESSES }]);
 }
 
 /** What the merge reads of a store: its columns, its names and its history. */
@@ -205,9 +208,9 @@ export async function carryHistory(prev: HistorySource | null, c: StoreColumns, 
   }
   const changedAt = rowColumn(c.rows);
   const versions = sameSnapshot ? null : new VersionWriter(prev.c, prev.meta, seq, nowMs);
-  const left = await mergeRows(prev, c, changedAt, sameSnapshot ? last.seq : seq, versions);
+  const { left, leftV6 } = await mergeRows(prev, c, changedAt, sameSnapshot ? last.seq : seq, versions);
   const recent = prev.history.snapshots.filter((_, i, all) => i === all.length - 1 || all[i + 1].loadedAtMs >= nowMs - historyMs);
-  const snapshots = usable(sameSnapshot ? recent : [...recent, { generatedAt: meta.generatedAt, content, seq, loadedAtMs: nowMs, left }], c.rows);
+  const snapshots = usable(sameSnapshot ? recent : [...recent, { generatedAt: meta.generatedAt, content, seq, loadedAtMs: nowMs, left, leftV6 }], c.rows);
   const batches = versions ? [...prev.history.versions, versions.finish()] : prev.history.versions;
   return new History(changedAt, snapshots, exactBatches(batches, snapshots[0].seq, nowMs - exactMs, c.rows * VERSIONS_PER_RECORD));
 }
@@ -241,7 +244,7 @@ function usable(snapshots: RememberedSnapshot[], rows: number): RememberedSnapsh
   let left = 0;
   while (first > 0 && left + snapshots[first].left.length <= rows) left += snapshots[first--].left.length;
   const kept = snapshots.slice(first);
-  if (kept[0].left.length > 0) kept[0] = { ...kept[0], left: NOTHING_LEFT };
+  if (kept[0].left.length > 0) kept[0] = { ...kept[0], left: NOTHING_LEFT, leftV6: NO_ADDRESSES };
   return kept;
 }
 
@@ -258,6 +261,7 @@ interface Merge {
   j: number;
   readonly left: Float64Array;
   leftCount: number;
+  readonly leftV6: KeyTable;
 }
 
 /**
@@ -267,10 +271,10 @@ interface Merge {
  * prints of its shown values are (`addrPrint`, made by the build in address
  * order, so both are read in sequence).
  */
-async function mergeRows(prev: HistorySource, c: StoreColumns, changedAt: Uint32Array, seq: number, versions: VersionWriter | null): Promise<Float64Array> {
+async function mergeRows(prev: HistorySource, c: StoreColumns, changedAt: Uint32Array, seq: number, versions: VersionWriter | null): Promise<{ left: Float64Array; leftV6: AddressTable }> {
   // Room for every key of prev, mapped by itself: only the pages written cost memory, and nothing is copied as the log grows.
   const room = new Float64Array(sharedBuffer(prev.c.byAddress.length * 8));
-  const m: Merge = { p: prev.c, versions, c, changedAt, seq, i: 0, j: 0, left: room, leftCount: 0, prevChanged: prev.history.changedAt };
+  const m: Merge = { p: prev.c, versions, c, changedAt, seq, i: 0, j: 0, left: room, leftCount: 0, leftV6: new KeyTable(), prevChanged: prev.history.changedAt };
   const rows = c.byAddress.length;
   while (m.j < rows) {
     mergeSlice(m, Math.min(rows, m.j + MERGE_SLICE_ROWS));
@@ -278,30 +282,32 @@ async function mergeRows(prev: HistorySource, c: StoreColumns, changedAt: Uint32
   }
   while (m.i < m.p.byAddress.length) leave(m, m.i++);
   // A short log gets a buffer of its size (the room goes at the next collection); a long one keeps the pages it wrote.
-  return m.leftCount * 8 < SMALL_LOG_BYTES ? sharedCopy(m.left.subarray(0, m.leftCount)) : m.left.subarray(0, m.leftCount);
+  const left = m.leftCount * 8 < SMALL_LOG_BYTES ? sharedCopy(m.left.subarray(0, m.leftCount)) : m.left.subarray(0, m.leftCount);
+  return { left, leftV6: m.leftV6.table() };
 }
 
 /** The merge up to position `stop` of the new store's address order. */
 function mergeSlice(m: Merge, stop: number): void {
   const { p, c, prevChanged, changedAt, seq } = m;
-  const { byAddress: pKeys, addrKey: pKey, addrPrint: pPrint } = p;
-  const { byAddress: nKeys, addrKey: cKey, addrPrint: cPrint } = c;
+  const { byAddress: pKeys, addrKey: pKey, addrPrint: pPrint, v6Entries: pTable } = p;
+  const { byAddress: nKeys, addrKey: cKey, addrPrint: cPrint, v6Entries: cTable } = c;
   const ends = pKeys.length;
-  const keyAt = (i: number): number => (i < ends ? pKey[i] : Infinity);
+  // The order of prev's key at i to the new one: an IPv6 key indexes its own store's addresses.
+  const order = (i: number, key: number): number => (i < ends ? compareKeys(pKey[i], pTable, key, cTable) : 1);
   let i = m.i;
-  let prevKey = keyAt(i);
   for (let j = m.j; j < stop; j++) {
     const rn = nKeys[j];
     const key = cKey[j];
-    while (prevKey < key) {
+    let d = order(i, key);
+    while (d < 0) {
       leave(m, i++);
-      prevKey = keyAt(i);
+      d = order(i, key);
     }
     let since = seq;
-    if (prevKey === key) {
+    if (d === 0) {
       if (pPrint[i * 2] === cPrint[j * 2] && pPrint[i * 2 + 1] === cPrint[j * 2 + 1]) since = prevChanged[pKeys[i]];
-      else m.versions?.add(pKeys[i], key, i, prevChanged[pKeys[i]]);
-      prevKey = keyAt(++i);
+      else m.versions?.add(pKeys[i], pKey[i], i, prevChanged[pKeys[i]]);
+      i++;
     }
     changedAt[rn] = since;
   }
@@ -313,6 +319,6 @@ function mergeSlice(m: Merge, stop: number): void {
 function leave(m: Merge, i: number): void {
   const r = m.p.byAddress[i];
   const key = m.p.addrKey[i];
-  m.left[m.leftCount++] = key;
+  m.left[m.leftCount++] = m.leftV6.add(key, m.p.v6Entries);
   m.versions?.add(r, key, i, m.prevChanged[r]);
 }

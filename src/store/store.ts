@@ -45,6 +45,8 @@ export class Store {
   readonly anonSets: Uint32Array[];
   readonly countrySets: Uint32Array[];
   readonly serviceSets: Uint32Array[];
+  /** The rows whose entry is IPv4, and IPv6. */
+  readonly ipvSets: Uint32Array[];
   /** Longest city literal and ping text, bounding a row's rendered size. */
   readonly maxCityJson: number;
   readonly maxPingText: number;
@@ -79,6 +81,7 @@ export class Store {
     this.anonSets = ANONS.map((_, i) => member(c.anonBits, i));
     this.countrySets = meta.countries.map((_, i) => member(c.countryBits, i));
     this.serviceSets = meta.services.map((_, i) => member(c.serviceBits, i));
+    this.ipvSets = [member(c.ipvBits, 0), member(c.ipvBits, 1)];
     this.maxCityJson = Math.max(longest(c.cityJsonRu), longest(c.cityJsonEn));
     this.maxPingText = meta.maxPingText;
     this.maxExitV6 = longest(c.exitV6Text);

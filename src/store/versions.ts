@@ -1,5 +1,6 @@
 import { sharedBuffer } from './arena.js';
-import type { StoreColumns, StoreMeta } from './columns.js';
+import type { AddressTable, StoreColumns, StoreMeta } from './columns.js';
+import { KeyTable } from './key-table.js';
 
 /**
  * Bytes a record version takes: its key (8), print (8), the snapshot it
@@ -40,6 +41,8 @@ export interface VersionBatch {
   works: Uint8Array;
   countries: readonly string[];
   cities: ReadonlyArray<{ ru: string; en: string }>;
+  /** The addresses its IPv6 keys index (store/key-table.ts). */
+  v6: AddressTable;
 }
 
 /** Columns of `n` versions carved from `buffer`, widest first, so each view is aligned. */
@@ -71,18 +74,19 @@ function carve(buffer: SharedArrayBuffer, n: number): Pick<VersionBatch, 'key' |
  */
 export class VersionWriter {
   private readonly cols: ReturnType<typeof carve>;
+  private readonly keys = new KeyTable();
   count = 0;
 
   constructor(private readonly prev: StoreColumns, private readonly prevMeta: StoreMeta, private readonly seq: number, private readonly loadedAtMs: number) {
     this.cols = carve(sharedBuffer(Math.max(1, prev.rows) * VERSION_BYTES), Math.max(1, prev.rows));
   }
 
-  /** Keeps the record of the store before's row `r` (its key `key`, at `pos` of its address order), the same since snapshot `from`. */
+  /** Keeps the record of the store before's row `r` (its key `key`, at `pos` of its address order), the same since snapshot `from`; in address order. */
   add(r: number, key: number, pos: number, from: number): void {
     const p = this.prev;
     const c = this.cols;
     const i = this.count++;
-    c.key[i] = key;
+    c.key[i] = this.keys.add(key, p.v6Entries);
     c.print[i * 2] = p.addrPrint[pos * 2];
     c.print[i * 2 + 1] = p.addrPrint[pos * 2 + 1];
     c.from[i] = from;
@@ -102,7 +106,7 @@ export class VersionWriter {
    */
   finish(): VersionBatch {
     const n = this.count;
-    const meta = { seq: this.seq, loadedAtMs: this.loadedAtMs, count: n, countries: this.prevMeta.countries, cities: this.prevMeta.cities };
+    const meta = { seq: this.seq, loadedAtMs: this.loadedAtMs, count: n, countries: this.prevMeta.countries, cities: this.prevMeta.cities, v6: this.keys.table() };
     if (n * VERSION_BYTES >= SMALL_BATCH_BYTES) return { ...meta, ...this.cols };
     const out = carve(new SharedArrayBuffer(n * VERSION_BYTES), n);
     for (const name of Object.keys(out) as Array<keyof typeof out>) {

@@ -18,7 +18,8 @@ const FIELDS = ['ip', 'port', 'ip_out', 'type', 'anon', 'ping', 'timecheck', 'co
 /**
  * Valid /api query strings (without the key) spanning every parameter: lists
  * with odd case, spaces, repeats and duplicates; cm and country_mode; cities in
- * both languages; every output and JSON option; ip; count; no-match cases.
+ * both languages; every output and JSON option; ip in both families, and
+ * ipv; count; no-match cases.
  */
 export function randomQueries(records: readonly SnapshotRecord[], n: number, seed: number): string[] {
   const rand = seeded(seed);
@@ -31,6 +32,12 @@ export function randomQueries(records: readonly SnapshotRecord[], n: number, see
     const spaced = items.map((i) => (chance(0.2) ? ` ${i} ` : i));
     if (spaced.length > 1 && chance(0.25)) return spaced.map((i) => `${name}=${enc(i)}`); // repeated parameter
     return [`${name}=${spaced.map(enc).join(chance(0.1) ? ',,' : ',')}`];
+  };
+  // An address as a client gives it: IPv4 bare or with its port; IPv6 in the snapshot's text form or upper case, bare or bracketed with its port.
+  const ipItem = (r: SnapshotRecord): string => {
+    if (!r.ip.includes(':')) return chance(0.5) ? r.ip : `${r.ip}:${r.port}`;
+    const text = chance(0.3) ? r.ip.toUpperCase() : r.ip;
+    return chance(0.5) ? text : `[${text}]:${r.port}`;
   };
   const cities = [...new Set(records.flatMap((r) => [r.city?.ru, r.city?.en]).filter((c): c is string => !!c))];
   const countries = [...new Set(records.map((r) => r.country.toUpperCase()))];
@@ -54,6 +61,7 @@ export function randomQueries(records: readonly SnapshotRecord[], n: number, see
       else if (r < 0.6) parts.push(`cm=${mode}`, `country_mode=${mode.toLowerCase()}`);
     }
     if (chance(0.15)) parts.push(...listParam('city', some([...cities, 'Атлантида'], 2).map((c) => (chance(0.3) ? c.toUpperCase() : c))));
+    if (chance(0.15)) parts.push(...listParam('ipv', some(['4', '6'], 2)));
     if (chance(0.25)) parts.push(...listParam('service', some(['smtp', 'telegram', 'avito', 'google', 'the service'], 2).map(oddCase)));
     if (chance(0.3)) parts.push(`sort=${oddCase(pick(['time', 'ping', 'works', 'ping', 'works']))}`);
     if (chance(0.25)) parts.push(`offset=${pick(['0', '1', '3', '10', '100', '5000', '00'])}`);
@@ -65,7 +73,7 @@ export function randomQueries(records: readonly SnapshotRecord[], n: number, see
       // The list-shaping parameters are ignored, and not validated.
       if (chance(0.2)) parts.push(pick(['format=table', 'wrap=2', 'fields=nope', 'lang=de', 'type_prefix=x', 'split_ip=9', 'sort=fast', 'offset=-1']));
       if (chance(0.5)) parts.push(`pretty=${pick(['0', '1'])}`);
-      if (chance(0.2)) parts.push(...listParam('ip', some(records, 3).map((r) => (chance(0.5) ? r.ip : `${r.ip}:${r.port}`))));
+      if (chance(0.2)) parts.push(...listParam('ip', some(records, 3).map(ipItem)));
     } else if (get.toLowerCase().startsWith('txt')) {
       if (chance(0.4)) parts.push(`type_prefix=${pick(['0', '1'])}`);
     } else {
@@ -75,8 +83,8 @@ export function randomQueries(records: readonly SnapshotRecord[], n: number, see
       if (chance(0.3)) parts.push(`wrap=${pick(['0', '1'])}`);
       if (chance(0.5)) parts.push(`pretty=${pick(['0', '1'])}`);
       if (chance(0.15)) {
-        const ips = some(records, 3).map((r) => (chance(0.5) ? r.ip : `${r.ip}:${r.port}`));
-        parts.push(...listParam('ip', chance(0.2) ? [...ips, '10.255.255.1'] : ips));
+        const ips = some(records, 3).map(ipItem);
+        parts.push(...listParam('ip', chance(0.2) ? [...ips, '10.255.255.1', '2001:db8::dead'] : ips));
       }
     }
     if (chance(0.1)) parts.push(`_=${Math.floor(rand() * 1e9)}`);

@@ -83,6 +83,11 @@ test('/ builds the query, and its table holds exactly the records the same URL a
     const url = await page.locator('#url').innerText();
     for (const part of ['type=socks5', 'country=US%2CDE', 'count=5', 'get=json', `key=${TEST_KEY}`]) assert.ok(url.includes(part), `${part} in ${url}`);
     assert.is(await page.locator('#curl').innerText(), `curl '${url}'`);
+    // The family of the entry address: left out unless one is chosen.
+    assert.not.ok(url.includes('ipv='));
+    await page.selectOption('select[name=ipv]', '6');
+    assert.ok((await page.locator('#url').innerText()).includes('ipv=6'));
+    await page.selectOption('select[name=ipv]', '');
     // The key is kept in the browser, not in the page's address.
     assert.is(await page.evaluate(() => localStorage.getItem('proxylist.key')), TEST_KEY);
     assert.not.ok(page.url().includes(TEST_KEY));

@@ -15,6 +15,18 @@ const records = generateRecords({ records: RECORDS, seed: 7, now: TEST_NOW_S });
 // Also a record at the very edge of the default window, and exact ties.
 records.push({ ...records[0], ip: '203.0.113.7', port: 8080, checked_at: TEST_NOW_S - 600 });
 records.push({ ...records[0], ip: '203.0.113.8', port: 8080, checked_at: TEST_NOW_S - 601 });
+// A tenth listen on IPv6 (the generator gives a twentieth), written in every form a checker may: upper case, in full,
+// with a dotted tail, IPv4-mapped; addresses shared between records in different forms, so only their values match.
+const V6_FORMS = [
+  (a: number, _b: string) => `2001:DB8:0:${a.toString(16)}:0:0:0:1`,
+  (a: number, _b: string) => `2001:0db8:0000:${a.toString(16).padStart(4, '0')}:0000:0000:0000:0001`,
+  (a: number, _b: string) => `2001:db8:0:${a.toString(16)}::1`,
+  (a: number, b: string) => `2001:db8::${a.toString(16)}:${b}`,
+  (_: number, b: string) => `::ffff:${b}`,
+];
+records.forEach((r, i) => {
+  if (i % 20 === 7 && !r.ip.includes(':')) r.ip = V6_FORMS[i % V6_FORMS.length](i % 40, r.ip);
+});
 const snapshot = encodeSnapshot(records, TEST_NOW_S);
 const reference = NaiveEngine.fromFile(snapshot);
 const queries = randomQueries(records, QUERIES, 42);

@@ -37,12 +37,17 @@ const files = chain.map((records, v) => encodeSnapshot(withDuplicates(records, v
 const engines = files.map((f) => NaiveEngine.fromFile(f));
 
 const some = chain[0].filter((_, i) => i % 97 === 3);
+const v6 = chain[0].filter((r) => r.ip.includes(':'));
+/** An `ip` item with a port: an IPv6 address bracketed. */
+const withPort = (r: { ip: string; port: number }): string => (r.ip.includes(':') ? `[${r.ip}]:${r.port}` : `${r.ip}:${r.port}`);
+
 /** A narrow selection on each field a list is filtered by, each one held at every moment. */
 const narrow = [
   'type=socks5&anon=elite&time=300', 'get=json&anon=transparent&works=50&pretty=0', `port=${some[0].port},${some[1].port},80`, 'ping=300&works=90&time=99999',
   'get=json&time=120&fields=ip,ping', `get=json&country=${some[2].country},${some[3].country}&time=99999`, `country=${some[4].country}&cm=except&service=telegram&time=99999`,
   `city=${encodeURIComponent(some[5].city?.ru ?? 'Москва')},${encodeURIComponent(some[6].city?.en ?? 'Berlin')}&time=99999`, 'service=smtp,google&type=http,https&time=99999',
-  `get=json&ip=${some.slice(0, 12).map((r) => r.ip).join(',')},${some[13].ip}:${some[13].port}&time=99999`,
+  `get=json&ip=${some.slice(0, 12).map((r) => r.ip).join(',')},${withPort(some[13])}&time=99999`,
+  'ipv=6&time=99999', 'get=json&ipv=4&type=socks5&time=300', `get=json&ipv=6&ip=${v6.slice(0, 6).map(withPort).join(',')},${v6[7].ip.toUpperCase()}&time=99999`,
 ];
 
 /** Whole-list queries: no count, offset or random order, which a cursor never comes with. */
@@ -50,7 +55,7 @@ const queries = [
   ...narrow,
   '', 'type_prefix=1', 'get=json', 'get=json&pretty=0&fields=ip,ping,works', 'get=json&split_ip=1&lang=en&format=object', 'get=json.file&wrap=1',
   'type=socks5,http&time=120', 'get=json&anon=elite&time=300&pretty=0', 'port=80,8080&get=txt.file', 'get=json&country=US,DE&cm=except&works=50',
-  'get=json&service=telegram&ping=800&sort=ping', `get=json&ip=${chain[0][5].ip},${chain[0][9].ip}:${chain[0][9].port}&time=99999`, 'time=30',
+  'get=json&service=telegram&ping=800&sort=ping', `get=json&ip=${chain[0][5].ip},${withPort(chain[0][9])}&time=99999`, 'time=30',
   ...randomQueries(chain[0], 400, 77).filter((q) => !/(^|&)(count|offset|sort=random|get=stats)|get=Stats/i.test(q)).slice(0, 60),
 ];
 

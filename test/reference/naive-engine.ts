@@ -44,6 +44,8 @@ export function canonicalIp(ip: string): string {
 }
 /** The address part of `ip:port`: IPv6 in brackets. */
 const host = (ip: string): string => (isV6(ip) ? `[${ip}]` : ip);
+/** A record's `ip:port`, as an `ip` filter item too: an IPv6 address bracketed. */
+export const addressOf = (r: SnapshotRecord): string => `${host(r.ip)}:${r.port}`;
 /** Whether an `ip` filter item names the record's address (and port, when it has one), by value. */
 function atItem(item: string, r: SnapshotRecord): boolean {
   const bracketed = /^\[(.*)\]:(\d+)$/.exec(item);

@@ -16,7 +16,7 @@ const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object
 /** null when the record is valid, else the reason it is skipped. */
 export function recordProblem(r: unknown, services: readonly string[]): string | null {
   if (!isMap(r)) return 'record is not a map';
-  if (!isIPv4(r.ip)) return 'ip is not a dotted IPv4 address';
+  if (!isAddress(r.ip)) return 'ip is not an IPv4 or IPv6 address';
   if (!isInt(r.port, 1, 65535)) return 'port is not an integer in 1..65535';
   if (!isAbsent(r.ip_out) && !isAddress(r.ip_out)) return 'ip_out is not an IPv4 or IPv6 address';
   if (!(TYPES as readonly unknown[]).includes(r.type)) return 'type is not one of http, https, socks4, socks5';

@@ -58,7 +58,7 @@ test('invalid records are skipped, counted and explained', () => {
   const s = build([base, { ...base, ip: '01.2.3.4' }, { ...base, ping_ms: Infinity }, { ...base, ping_ms: NaN }, { ...base, checked_at: 1.5 }, { ...base, country: 'USA' }, { ...base, city: 'Moscow' }, { ...base, ip_out: 'x' }, null]);
   assert.is(s.rows, 1);
   assert.is(s.meta.skipped, 8);
-  assert.match(s.meta.skipReasons[0], 'record 1: ip is not a dotted IPv4 address');
+  assert.match(s.meta.skipReasons[0], 'record 1: ip is not an IPv4 or IPv6 address');
   assert.match(s.meta.skipReasons[1], 'record 2: ping_ms');
 });
 
