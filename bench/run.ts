@@ -45,9 +45,10 @@ const BENCHES: Bench[] = [
   { name: 'usage-cost', file: 'usage-cost.js', line: 'GET /usage with 10,000 limited keys against one Redis' },
   { name: 'cluster', file: 'cluster.js', line: 'several instances and Redis: memory, admissions per second, an instance stopped' },
   { name: 'redis-clients', file: 'redis-clients.js', line: 'the limiter\'s own Redis connection against ioredis with auto-pipelining' },
-  { name: 'threads', file: 'threads.js', line: 'every core in one process: small answers with 2 threads against 1 and against nginx with 1 and 2 workers, what a small answer costs the server and wrk, RSS and CPU per reload at 1,000,000 records, a burst beside small queries', options: '[--records N] [--only throughput,costs,rss,reload,burst]' },
+  { name: 'threads', file: 'threads.js', line: 'every core in one process: small answers with 2 threads against 1 and against nginx with 1 and 2 workers, what a small answer costs the server and wrk, RSS and CPU per reload at 1,000,000 records, a burst beside small queries', options: '[--records N] [--only throughput,big,costs,rss,reload,burst]' },
   { name: 'engines', file: 'engines.js', line: 'the node engine against a bare node:http server on the same bytes, and both engines side by side: small answers, the latency mix, a burst of big readers, HTTPS', options: '[--quick] [--records N] [--only small,mix,burst,https]' },
   { name: 'cost', file: 'cost.js', line: 'CPU per answer, req/s and p99 of each engine against the bare server of its kind on the same bytes: small answers and the real mix', options: '[--quick] [--records N] [--engines uws,node] [--only small,mix] [--cli PATH]' },
+  { name: 'ipv6', file: 'ipv6.js', node: ['--max-old-space-size=8192'], line: 'what IPv6 entries and exits add to a store: bytes per record and load time, without IPv6, with IPv6 exits, and with a tenth IPv6 entries', options: '[--records N]' },
   { name: 'runtimes', file: 'runtimes.js', line: 'Node 20 + uWebSockets.js v20.30 against Node 24 + v20.57, each with its ceiling', options: '--node24 PATH [--records N]' },
 ];
 

@@ -15,14 +15,16 @@ const HELP: Record<string, string> = {
   --records N   records to generate (a few are duplicates of others, as a checker's output has)
   --out FILE    where to write it (replaced in one rename)
   --seed S      the random seed (default 1): the same seed gives the same bytes
-  --now UNIX    the check times end here (default: now)`,
+  --now UNIX    the check times end here (default: now)
+  --ipv6-entries X  the share of records that listen on IPv6 (default 0.05)
+  --ipv6-exits X    the share of the others that leave through IPv6 (default 0.2)`,
   inspect: `usage: proxylist snapshot inspect FILE [--max-skipped-share X]
   FILE                   the snapshot; exits 1 with the reason when the server would reject it
   --max-skipped-share X  as the server's (default ${DEFAULT_MAX_SKIPPED_SHARE}): more invalid records than this share reject the file`,
 };
 
 function generate(args: string[]): void {
-  const { values } = parseOptions(args, { records: { type: 'string' }, out: { type: 'string' }, seed: { type: 'string' }, now: { type: 'string' } });
+  const { values } = parseOptions(args, { records: { type: 'string' }, out: { type: 'string' }, seed: { type: 'string' }, now: { type: 'string' }, 'ipv6-entries': { type: 'string' }, 'ipv6-exits': { type: 'string' } });
   if (!values.out) throw new CodedError('E_USAGE', 'missing --out FILE');
   if (values.records === undefined) throw new CodedError('E_USAGE', 'missing --records N');
   const records = integerOption('records', values.records, 0, 0, 50_000_000);
@@ -30,6 +32,8 @@ function generate(args: string[]): void {
     records,
     seed: integerOption('seed', values.seed, 1, 0, 0xffffffff),
     now: integerOption('now', values.now, Math.floor(Date.now() / 1000), 3600, 0xffffffff),
+    ipv6Entries: shareOption('ipv6-entries', values['ipv6-entries'], 0.05),
+    ipv6Exits: shareOption('ipv6-exits', values['ipv6-exits'], 0.2),
   });
   const folder = dirname(resolve(values.out));
   if (!existsSync(folder) || !statSync(folder).isDirectory()) throw new CodedError('E_USAGE', `cannot write ${values.out}: the folder ${folder} does not exist`);

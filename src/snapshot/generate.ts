@@ -54,6 +54,9 @@ export interface GenerateOptions {
   seed?: number;
   /** Unix seconds; `checked_at` spreads over the hour before it. */
   now?: number;
+  /** The share of records that listen on IPv6 (default 0.05), and of the others that leave through IPv6 (default 0.2). */
+  ipv6Entries?: number;
+  ipv6Exits?: number;
 }
 
 /** A realistic synthetic snapshot; the same options give the same records. */
@@ -75,6 +78,8 @@ export function generateRecords(o: GenerateOptions): SnapshotRecord[] {
     const text = formatIPv6(groups);
     return form < 0.1 ? text.toUpperCase() : form < 0.15 ? groups.map((g) => g.toString(16).padStart(4, '0')).join(':') : text;
   };
+  const v6Entries = o.ipv6Entries ?? 0.05;
+  const v6Exits = o.ipv6Exits ?? 0.2;
   const geoWeights = GEO.map((g) => g[1]);
   const records: SnapshotRecord[] = [];
   while (records.length < o.records) {
@@ -82,8 +87,7 @@ export function generateRecords(o: GenerateOptions): SnapshotRecord[] {
     const [ru, en] = pick(cities);
     const cityShape = rand();
     const record: SnapshotRecord = {
-      // About one in twenty listens on IPv6.
-      ip: rand() < 0.05 ? randomIpv6() : randomIp(),
+      ip: rand() < v6Entries ? randomIpv6() : randomIp(),
       port: rand() < 0.8 ? pick(PORTS) : 1024 + Math.floor(rand() * 64000),
       type: weighted(TYPES, [40, 20, 15, 25]),
       anon: weighted(ANONS, [30, 30, 40]),
@@ -96,10 +100,10 @@ export function generateRecords(o: GenerateOptions): SnapshotRecord[] {
     if (cityShape < 0.85) record.city = { ru, en };
     else if (cityShape < 0.9) record.city = { en };
     else if (cityShape < 0.93) record.city = { ru };
-    // About a fifth leave through an IPv6 exit, and a third of the others through another IPv4 address (the rest from their entry).
+    // Some leave through an IPv6 exit, and a third of the others through another IPv4 address (the rest from their entry).
     const exit = rand();
-    if (exit < 0.2) record.ip_out = randomIpv6();
-    else if (exit < 0.44) record.ip_out = randomIp();
+    if (exit < v6Exits) record.ip_out = randomIpv6();
+    else if (exit < v6Exits + (1 - v6Exits) * 0.3) record.ip_out = randomIp();
     records.push(record);
     // One address often serves several protocols, and checkers repeat themselves.
     if (rand() < 0.1 && records.length < o.records) {

@@ -50,7 +50,7 @@ test('answers a request for its printed key within 10 s of starting', async () =
 async function readmeExamples(port: number, key: string): Promise<void> {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
   const at = (url: string) => url.replace('http://127.0.0.1:8080', `http://127.0.0.1:${port}`).replace('$K', key);
-  const urls = [...readme.matchAll(/^curl (?:-OJ )?"(http:\/\/127\.0\.0\.1:8080\/api\?key=\$K[^"]*)"/gm)].map((m) => m[1]).filter((url) => !url.includes('$C'));
+  const urls = [...readme.matchAll(/^curl (?:-OJ |-g )?"(http:\/\/127\.0\.0\.1:8080\/api\?key=\$K[^"]*)"/gm)].map((m) => m[1]).filter((url) => !url.includes('$C'));
   assert.ok(urls.length >= 12, `${urls.length} examples`);
   for (const url of urls) {
     const res = await fetch(at(url));
