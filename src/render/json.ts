@@ -78,6 +78,7 @@ function buildTemplate(store: Store, shape: JsonShape): Template {
       splitIp: shape.splitIp,
       maxPing: store.maxPingText,
       maxCity: store.maxCityJson,
+      exitsV6: store.meta.ipv6Exits > 0,
       maxExitV6: store.maxExitV6,
       maxAddress: Math.max(1, store.meta.maxLineBytes - 1),
       maxIp: Math.max(1, store.meta.maxIpBytes),

@@ -1,4 +1,5 @@
 import { FIELD, SERVICE_CODE, TYPES } from '../core/vocabulary.js';
+import { EXIT_IS_ENTRY } from '../store/columns.js';
 import type { Store } from '../store/store.js';
 import { dataView } from './output-buffer.js';
 
@@ -33,7 +34,8 @@ export interface RowShape {
   /** The store's longest ping text and city JSON, in bytes. */
   maxPing: number;
   maxCity: number;
-  /** The store's longest IPv6 exit, in bytes; 0 when it has none. */
+  /** Whether the store has IPv6 exits, and the longest of those it keeps a text of, in bytes. */
+  exitsV6: boolean;
   maxExitV6: number;
   /** The store's longest `ip:port` and `ip` (brackets included), in bytes, and whether it has IPv6 entries. */
   maxAddress: number;
@@ -159,10 +161,15 @@ function ipOutValue(shape: RowShape): Value {
     write: `${octet(24)}${octet(16)}${octet(8)}${octet(0)}pos--;`,
     measure: 'len+=octL[a>>>24]+octL[(a>>>16)&255]+octL[(a>>>8)&255]+octL[a&255]-1;',
   };
-  if (shape.maxExitV6 === 0) return within('const a=ipOut[r];', v4);
-  const v6 = words('x6', 'x6O[a]', 'x6O[a+1]-s', wordsFor(shape.maxExitV6));
+  if (!shape.exitsV6) return within('const a=ipOut[r];', v4);
   const isV6 = '(x6[r>>>5]>>>(r&31)&1)!==0';
-  return { write: `{const a=ipOut[r];if(${isV6})${v6.write}else{${v4.write}}}`, measure: `{const a=ipOut[r];if(${isV6})${v6.measure}else{${v4.measure}}}` };
+  let v6 = words('x6', 'x6O[a]', 'x6O[a+1]-s', wordsFor(shape.maxExitV6));
+  if (shape.entriesV6) {
+    // An exit that is the row's own entry: the line's address without its brackets.
+    const own = words('lines', 'ls+1', 'ie-1-s', wordsFor(shape.maxIp));
+    v6 = { write: `if(a===${EXIT_IS_ENTRY})${own.write}else${v6.write}`, measure: `if(a===${EXIT_IS_ENTRY})${own.measure}else${v6.measure}` };
+  }
+  return { write: `{const a=ipOut[r];if(${isV6}){${v6.write}}else{${v4.write}}}`, measure: `{const a=ipOut[r];if(${isV6}){${v6.measure}}else{${v4.measure}}}` };
 }
 
 /** `type://` per type code, at a stride of two words. */
@@ -291,7 +298,8 @@ export function compileRowWriter(shape: RowShape, domains: Domains): { writeRows
   const constantBytes = first.length + rest.reduce((n, p) => n + (p instanceof Uint8Array ? p.length : 0), 0);
   const row = [
     'const r=rows[i];',
-    shape.object || shape.codes.some((c) => c <= 1) ? 'const ls=lineOff[r];const ae=lineOff[r+1]-1;const ie=ls+ipLen[r];' : '',
+    // The line's offsets: for the address, and for an exit that is the row's IPv6 entry.
+    shape.object || shape.codes.some((c) => c <= 1) || (shape.entriesV6 && shape.exitsV6 && shape.codes.includes(FIELD.ip_out)) ? 'const ls=lineOff[r];const ae=lineOff[r+1]-1;const ie=ls+ipLen[r];' : '',
   ];
   const writeLoop = [
     'for(let i=from;i<to;i++){',

@@ -1,4 +1,4 @@
-import { formatIPv6, mappedIPv4, parseIPv6 } from '../core/ipv6.js';
+import { mappedIPv4, parseIPv6Bytes } from '../core/ipv6.js';
 import { FIELD_TABLE, parseIPv4Bytes } from '../core/vocabulary.js';
 import { skipValue, Truncated } from './msgpack-walk.js';
 import { MAX_STRING_BYTES } from './format.js';
@@ -55,10 +55,11 @@ export class RecordDecoder {
   port = 0;
   /** -1 when absent or IPv6. */
   ipOut = -1;
-  /** An IPv6 ip_out in RFC 5952's form, else null. */
-  ipOutV6: string | null = null;
-  /** An IPv6 ip: its 8 groups and its text in RFC 5952's form; null when ip is IPv4. */
-  ipV6: { groups: number[]; text: string } | null = null;
+  /** Whether ip and ip_out are IPv6 addresses: their groups are then in ipGroups and ipOutGroups, until the next record. */
+  ipV6 = false;
+  ipOutV6 = false;
+  readonly ipGroups = new Uint16Array(8);
+  readonly ipOutGroups = new Uint16Array(8);
   type = 0;
   anon = 0;
   ping = 0;
@@ -154,19 +155,13 @@ export class RecordDecoder {
   }
 
   /** An IPv4 address as its number (an IPv4-mapped IPv6 one too); an IPv6 one as -2, its groups in `groups`; else -1. */
-  private address(b: Uint8Array, len: number): number {
+  private address(b: Uint8Array, len: number, groups: Uint16Array): number {
     const v4 = this.ipv4(b, len);
-    // The longest IPv6 text, all groups written in full with a dotted tail.
-    if (v4 >= 0 || len > 45) return v4;
-    const groups = parseIPv6(Buffer.from(b.buffer, b.byteOffset + this.p - len, len).toString('latin1'));
-    if (groups === null) return -1;
+    if (v4 >= 0) return v4;
+    if (!parseIPv6Bytes(b, this.p - len, len, groups)) return -1;
     const mapped = mappedIPv4(groups);
-    if (mapped >= 0) return mapped;
-    this.groups = groups;
-    return -2;
+    return mapped >= 0 ? mapped : -2;
   }
-
-  private groups: number[] = [];
 
   /** Reads the record at pos; returns the position after it. `problem` says whether it is valid. */
   read(b: Uint8Array, pos: number): number {
@@ -175,8 +170,8 @@ export class RecordDecoder {
     let hasPort = false, hasPing = false, hasChecked = false, hasWorks = false;
     let unknownService = '';
     this.ipOut = -1;
-    this.ipOutV6 = null;
-    this.ipV6 = null;
+    this.ipOutV6 = false;
+    this.ipV6 = false;
     this.cityStart = this.ruStart = this.enStart = -1;
     this.services = 0;
     const entries = this.container(b, 0x80, 0xde);
@@ -195,21 +190,20 @@ export class RecordDecoder {
       switch (field) {
         case K_IP: {
           const len = this.string(b);
-          const v = len < 0 ? -1 : this.address(b, len);
+          const v = len < 0 ? -1 : this.address(b, len, this.ipGroups);
           ip = v === -1 ? BAD : OK;
           this.ip = v < 0 ? 0 : v;
-          this.ipV6 = v === -2 ? { groups: this.groups, text: formatIPv6(this.groups) } : null;
+          this.ipV6 = v === -2;
           break;
         }
         case K_PORT: hasPort = true; port = this.number(b); break;
         case K_IP_OUT: {
-          if (this.isNil(b)) { ipOut = ABSENT; this.ipOut = -1; this.ipOutV6 = null; break; }
+          if (this.isNil(b)) { ipOut = ABSENT; this.ipOut = -1; this.ipOutV6 = false; break; }
           const len = this.string(b);
-          this.ipOutV6 = null;
-          const v = len < 0 ? -1 : this.address(b, len);
+          const v = len < 0 ? -1 : this.address(b, len, this.ipOutGroups);
           ipOut = v === -1 ? BAD : OK;
           this.ipOut = v < 0 ? -1 : v;
-          if (v === -2) this.ipOutV6 = formatIPv6(this.groups);
+          this.ipOutV6 = v === -2;
           break;
         }
         case K_TYPE:

@@ -1,7 +1,12 @@
+import { formatIPv6 } from '../core/ipv6.js';
 import { recordColumns, type ExtractedRecords, type RecordColumns } from '../store/build.js';
+import { EXIT_IS_ENTRY } from '../store/columns.js';
+import { AddressInterner } from './address-interner.js';
 import type { RecordDecoder } from './record-decoder.js';
 
 const MAX_SKIP_REASONS = 10;
+
+const sameGroups = (a: Uint16Array, b: Uint16Array): boolean => a.every((g, i) => g === b[i]);
 /** The reason of a record that names a service the snapshot does not list, before the name (record-decoder.ts). */
 const UNKNOWN_SERVICE = 'services names an unknown service';
 
@@ -23,11 +28,9 @@ export class RecordExtractor implements ExtractedRecords {
   /** City id by the raw bytes of the record's `city` value. */
   private readonly cityIds = new Map<string, number>();
   readonly exitsV6 = { records: [] as number[], texts: [] as string[] };
-  /** Id of each IPv6 exit's text in `exitsV6.texts`. */
-  private readonly exitV6Ids = new Map<string, number>();
-  readonly entriesV6 = { records: [] as number[], texts: [] as string[], words: [] as number[] };
-  /** Id of each IPv6 entry address's text in `entriesV6.texts`. */
-  private readonly entryV6Ids = new Map<string, number>();
+  private readonly exitV6Ids = new AddressInterner();
+  private readonly entries = { records: [] as number[], texts: [] as string[] };
+  private readonly entryV6Ids = new AddressInterner();
 
   constructor(readonly serviceNames: readonly string[], capacity: number) {
     // Room for one record at least: the build's lanes of row ids are told apart by where they start.
@@ -45,16 +48,11 @@ export class RecordExtractor implements ExtractedRecords {
     }
     const m = this.count++;
     const c = this.columns;
-    if (d.ipV6 === null) c.ip[m] = d.ip;
+    if (!d.ipV6) c.ip[m] = d.ip;
     else {
-      const { text, groups } = d.ipV6;
-      let id = this.entryV6Ids.get(text);
-      if (id === undefined) {
-        this.entryV6Ids.set(text, (id = this.entriesV6.texts.push(text) - 1));
-        for (let w = 0; w < 8; w += 2) this.entriesV6.words.push(groups[w] * 65536 + groups[w + 1]);
-      }
-      c.ip[m] = id;
-      this.entriesV6.records.push(m);
+      c.ip[m] = this.entryV6Ids.id(d.ipGroups);
+      if (this.entryV6Ids.isNew) this.entries.texts.push(formatIPv6(d.ipGroups));
+      this.entries.records.push(m);
     }
     c.port[m] = d.port;
     c.type[m] = d.type;
@@ -62,12 +60,13 @@ export class RecordExtractor implements ExtractedRecords {
     c.works[m] = d.works;
     c.ping[m] = d.ping;
     c.checkedAt[m] = d.checkedAt;
-    // A record without ip_out leaves from its entry, which may be IPv6.
-    const exitV6 = d.ipOutV6 ?? (d.ipOut < 0 ? d.ipV6?.text ?? null : null);
-    if (exitV6 !== null) {
-      let id = this.exitV6Ids.get(exitV6);
-      if (id === undefined) this.exitV6Ids.set(exitV6, (id = this.exitsV6.texts.push(exitV6) - 1));
-      c.ipOut[m] = id;
+    // A record without ip_out, or with its entry's address as ip_out, leaves from its entry; an IPv6 one's line has the text.
+    if (d.ipV6 && (d.ipOutV6 ? sameGroups(d.ipOutGroups, d.ipGroups) : d.ipOut < 0)) {
+      c.ipOut[m] = EXIT_IS_ENTRY;
+      this.exitsV6.records.push(m);
+    } else if (d.ipOutV6) {
+      c.ipOut[m] = this.exitV6Ids.id(d.ipOutGroups);
+      if (this.exitV6Ids.isNew) this.exitsV6.texts.push(formatIPv6(d.ipOutGroups));
       this.exitsV6.records.push(m);
     } else c.ipOut[m] = d.ipOut >= 0 ? d.ipOut : d.ip;
     c.services[m] = d.services;
@@ -90,6 +89,11 @@ export class RecordExtractor implements ExtractedRecords {
       }
     }
     c.city[m] = cityId;
+  }
+
+  /** The records whose ip is IPv6, their addresses' texts and words, by id (see ExtractedRecords). */
+  get entriesV6(): ExtractedRecords['entriesV6'] {
+    return { ...this.entries, words: this.entryV6Ids.words.subarray(0, this.entryV6Ids.count * 4) };
   }
 
   /** Country codes in alphabetical order (ids do not depend on record order); renumbers the column. */

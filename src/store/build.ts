@@ -73,7 +73,7 @@ export interface ExtractedRecords {
    * addresses' texts (RFC 5952) and their words (4 each, as an
    * AddressTable): such a record's `ip` is its address's index.
    */
-  readonly entriesV6: { readonly records: readonly number[]; readonly texts: readonly string[]; readonly words: readonly number[] };
+  readonly entriesV6: { readonly records: readonly number[]; readonly texts: readonly string[]; readonly words: ArrayLike<number> };
   /** Country codes in alphabetical order; renumbers the country column to match. */
   countries(): string[];
 }

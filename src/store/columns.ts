@@ -11,6 +11,9 @@ export const MAX_V6_LINE_BYTES = 48;
  */
 export const READ_SLACK = 64;
 
+/** `ipOut` of a row marked in `exitV6Bits` that leaves from its own IPv6 entry. */
+export const EXIT_IS_ENTRY = 0xffffffff;
+
 /** The keys of IPv6 records start here: every IPv4 key is below. */
 export const V6_KEYS = 2 ** 50;
 
@@ -91,7 +94,11 @@ export interface StoreColumns {
   v6Entries: AddressTable;
   /** The rows of each family: member 0 IPv4, member 1 IPv6 (the `ipv` filter). */
   ipvBits: BitsetFamily;
-  /** The address rows are answered from: an IPv4 address as its number, an IPv6 one as its index in `exitV6Text`. */
+  /**
+   * The address rows are answered from: an IPv4 address as its number, an
+   * IPv6 one as its index in `exitV6Text`, or EXIT_IS_ENTRY where it is the
+   * row's own IPv6 entry (whose text the row's line has).
+   */
   ipOut: Uint32Array;
   /** The rows whose ip_out is IPv6 (one bitset). */
   exitV6Bits: BitsetFamily;
@@ -159,13 +166,17 @@ export interface StoreMeta {
   maxIpBytes: number;
 }
 
-/** The buffers a store's columns are views of: shared memory every one (store/arena.ts), so that serving threads read them where they are. */
-export function columnBuffers(c: StoreColumns): ArrayBufferLike[] {
-  const views: ArrayBufferView[] = [
+/** Every column of a store, as the views of its bytes. */
+export function columnViews(c: StoreColumns): ArrayBufferView[] {
+  return [
     c.ip, c.port, c.type, c.anon, c.works, c.pingRank, c.pingValues, c.timeRank, c.times, c.ipOut, c.country, c.city, c.services,
     c.addrId, c.byAddress, c.addrPrint, c.addrKey, c.byPing, c.byWorks, c.lines.bytes, c.lines.off, c.ipLen, c.pingText.bytes, c.pingText.off, c.timecheck,
     c.typeBits.data, c.anonBits.data, c.countryBits.data, c.serviceBits.data, c.exitV6Bits.data, c.exitV6Text.bytes, c.exitV6Text.off, c.v6Entries, c.ipvBits.data, c.cityStart, c.cityRows,
     c.cityJsonRu.bytes, c.cityJsonRu.off, c.cityJsonEn.bytes, c.cityJsonEn.off,
   ];
-  return [...new Set(views.map((v) => v.buffer))];
+}
+
+/** The buffers a store's columns are views of: shared memory every one (store/arena.ts), so that serving threads read them where they are. */
+export function columnBuffers(c: StoreColumns): ArrayBufferLike[] {
+  return [...new Set(columnViews(c).map((v) => v.buffer))];
 }

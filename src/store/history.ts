@@ -1,5 +1,5 @@
 import { mappedBuffer, sharedBuffer, sharedCopy } from './arena.js';
-import { compareKeys, type AddressTable, type StoreColumns, type StoreMeta } from './columns.js';
+import { compareKeys, EXIT_IS_ENTRY, type AddressTable, type StoreColumns, type StoreMeta } from './columns.js';
 import { KeyTable, NO_ADDRESSES } from './key-table.js';
 import { VERSION_BYTES, VersionWriter, type VersionBatch } from './versions.js';
 
@@ -62,7 +62,7 @@ export interface PrintedFields {
  */
 export function recordPrints(x: PrintedFields, m: number, pingValues: Float64Array, times: Uint32Array, countries: readonly string[], cities: ReadonlyArray<{ ru: string; en: string }>, exitsV6: ExitsV6): Uint32Array {
   const countryPrints = stringPrints(countries);
-  // An IPv6 exit enters by its text: its `ipOut` is an index of this build's.
+  // An IPv6 exit enters by its text (its `ipOut` is an index of this build's), or as the entry's own, which the key holds.
   const exitPrints = stringPrints(exitsV6.texts);
   let nextV6 = 0;
   const cityPrints = stringPrints(cities.map((c) => `${c.ru}\0${c.en}`));
@@ -76,7 +76,7 @@ export function recordPrints(x: PrintedFields, m: number, pingValues: Float64Arr
       let h = SEEDS[half];
       h = mix(h, x.anon[v] | (x.works[v] << 8));
       h = mix(h, x.services[v]);
-      h = mix(h, v === exitsV6.records[nextV6] ? exitPrints[x.ipOut[v] * 2 + half] : x.ipOut[v]);
+      h = mix(h, v !== exitsV6.records[nextV6] ? x.ipOut[v] : x.ipOut[v] === EXIT_IS_ENTRY ? EXIT_IS_ENTRY : exitPrints[x.ipOut[v] * 2 + half]);
       h = mix(h, times[x.timeRank[v]]);
       h = mix(h, pingBits[ping]);
       h = mix(h, pingBits[ping + 1]);

@@ -50,7 +50,7 @@ export class Store {
   /** Longest city literal and ping text, bounding a row's rendered size. */
   readonly maxCityJson: number;
   readonly maxPingText: number;
-  /** Longest IPv6 exit (0 when there is none), and longest ip_out JSON. */
+  /** Longest IPv6 exit text kept (0 when there is none), and longest ip_out JSON. */
   readonly maxExitV6: number;
   readonly maxIpOutJson: number;
   /** `"XX"` per country id, 4 bytes each. */
@@ -85,7 +85,8 @@ export class Store {
     this.maxCityJson = Math.max(longest(c.cityJsonRu), longest(c.cityJsonEn));
     this.maxPingText = meta.maxPingText;
     this.maxExitV6 = longest(c.exitV6Text);
-    this.maxIpOutJson = Math.max('"255.255.255.255"'.length, this.maxExitV6 + 2);
+    // An exit that is the row's IPv6 entry is as long as the entry's address, brackets taken off.
+    this.maxIpOutJson = Math.max('"255.255.255.255"'.length, this.maxExitV6 + 2, meta.maxIpBytes);
     this.countryJson = utf8(meta.countries.map((code) => `"${code}"`).join(''));
   }
 
