@@ -323,10 +323,16 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   const ipvBits = family(arena, 2, rows);
   const [v4Rows, v6Rows] = [member(ipvBits, 0), member(ipvBits, 1)];
   let ipv6Entries = 0;
-  for (let r = 0; r < rows; r++) {
-    const isV6 = v6(out[r]);
-    setBit(isV6 ? v6Rows : v4Rows, r);
-    ipv6Entries += Number(isV6);
+  if (records.entriesV6.records.length === 0) {
+    // Every row is IPv4: whole words at once.
+    v4Rows.fill(-1 >>> 0, 0, rows >>> 5);
+    if ((rows & 31) !== 0) v4Rows[rows >>> 5] = (1 << (rows & 31)) - 1;
+  } else {
+    for (let r = 0; r < rows; r++) {
+      const isV6 = v6(out[r]);
+      setBit(isV6 ? v6Rows : v4Rows, r);
+      ipv6Entries += Number(isV6);
+    }
   }
 
   // The kept columns into row order, through a lane that is free again.
