@@ -46,12 +46,18 @@ export function canonicalIp(ip: string): string {
 const host = (ip: string): string => (isV6(ip) ? `[${ip}]` : ip);
 /** A record's `ip:port`, as an `ip` filter item too: an IPv6 address bracketed. */
 export const addressOf = (r: SnapshotRecord): string => `${host(r.ip)}:${r.port}`;
-/** Whether an `ip` filter item names the record's address (and port, when it has one), by value. */
-function atItem(item: string, r: SnapshotRecord): boolean {
+/** What an `ip` filter item names: an address (as canonicalIp writes it) and a port, or any port (null). */
+function parseItem(item: string): { ip: string; port: number | null } {
   const bracketed = /^\[(.*)\]:(\d+)$/.exec(item);
-  if (bracketed) return canonicalIp(bracketed[1]) === r.ip && Number(bracketed[2]) === r.port;
-  if (item.split(':').length > 2) return canonicalIp(item) === r.ip;
-  return item === r.ip || item === `${r.ip}:${r.port}`;
+  if (bracketed) return { ip: canonicalIp(bracketed[1]), port: Number(bracketed[2]) };
+  if (item.split(':').length > 2) return { ip: canonicalIp(item), port: null };
+  const [ip, port] = item.split(':');
+  return { ip, port: port === undefined ? null : Number(port) };
+}
+/** Whether a record is at one of the `ip` filter's items, by value. */
+function atItems(items: readonly string[] | null): (r: SnapshotRecord) => boolean {
+  const parsed = items?.map(parseItem) ?? null;
+  return (r) => parsed === null || parsed.some((m) => m.ip === r.ip && (m.port === null || m.port === r.port));
 }
 const norm = (s: string): string => s.trim().normalize('NFC').toLowerCase();
 /** A record's key in a change set. */
@@ -117,7 +123,7 @@ export class NaiveEngine {
     const nowS = Math.floor(nowMs / 1000);
     let rows = this.select(query, nowMs);
     const ips = list('ip') && unique(list('ip')!);
-    const atAddress = (r: SnapshotRecord): boolean => !ips || ips.some((item) => atItem(item, r));
+    const atAddress = atItems(ips);
     if (get === 'stats') return this.stats(rows.filter(atAddress), one('pretty') !== '0');
 
     // sort=random is not for the reference: its order is drawn per request.
@@ -238,7 +244,7 @@ export class NaiveEngine {
     const params = new URLSearchParams(query);
     const json = (params.getAll('get').find((v) => v !== '') ?? 'txt').toLowerCase().startsWith('json');
     const ips = json ? params.getAll('ip').join(',').split(',').map((s) => s.trim()).filter((s) => s !== '') : [];
-    return this.select(query, nowMs).filter((r) => ips.length === 0 || ips.some((item) => atItem(item, r)));
+    return this.select(query, nowMs).filter(atItems(ips.length === 0 ? null : ips));
   }
 
   /** The records every filter of the query selects at `nowMs`, in the default order, before `ip`, sorting and paging. */
