@@ -54,10 +54,18 @@ function parseItem(item: string): { ip: string; port: number | null } {
   const [ip, port] = item.split(':');
   return { ip, port: port === undefined ? null : Number(port) };
 }
-/** Whether a record is at one of the `ip` filter's items, by value. */
+/**
+ * Whether a record is at one of the `ip` filter's items, by value. The items
+ * are read at the first record asked about: an output that ignores `ip`
+ * (txt) never reads them, and they need not be valid there.
+ */
 function atItems(items: readonly string[] | null): (r: SnapshotRecord) => boolean {
-  const parsed = items?.map(parseItem) ?? null;
-  return (r) => parsed === null || parsed.some((m) => m.ip === r.ip && (m.port === null || m.port === r.port));
+  let parsed: Array<ReturnType<typeof parseItem>> | null = null;
+  return (r) => {
+    if (items === null) return true;
+    parsed ??= items.map(parseItem);
+    return parsed.some((m) => m.ip === r.ip && (m.port === null || m.port === r.port));
+  };
 }
 const norm = (s: string): string => s.trim().normalize('NFC').toLowerCase();
 /** A record's key in a change set. */
