@@ -186,6 +186,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     throw err;
   }
   log.info({ event: 'engine_selected', engine: engine.name, build: engine.build, passed_over: passedOver }, `the ${engine.name} engine serves, with ${engine.build}${passedOver.length ? ` (passed over: ${passedOver.join('; ')})` : ''}`);
+  for (const limit of engine.limits()) log.warn({ event: 'engine_limit', engine: engine.name, build: engine.build }, limit);
   if (!engine.timesOut) {
     log.warn({ event: 'engine_without_timeouts', engine: engine.name, build: engine.build }, `${engine.build} closes no connection that is idle or slow: idle keep-alive, silent and slowloris connections hold their descriptors until the client leaves; put deploy/haproxy.cfg in front, or choose --engine node (docs/operations.md, What each build answers)`);
   }

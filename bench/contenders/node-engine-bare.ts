@@ -35,7 +35,7 @@ const route: Route = {
   head: missing,
   other: missing,
 };
-const app = nodeEngine().app({ paths: [route], other: route, refused: () => ({ head: notFound, body: nothing }), lingered: () => undefined }, null);
+const app = nodeEngine().app({ paths: [route], other: route, refused: () => ({ head: notFound, body: nothing }), lingered: () => undefined, socketFailed: () => undefined }, null);
 await app.listen('127.0.0.1', Number(port), true);
 process.stdout.write('ready\n');
 // A profile (--cpu-prof) is written on a normal exit.

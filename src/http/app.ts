@@ -12,7 +12,7 @@ import { Pages } from './pages.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { TlsPair } from './tls-pair.js';
 import { usageReport } from './usage.js';
-import { ACCEPT_ENCODING, CONTENT_LENGTH, EXPECT, HOST, IF_NONE_MATCH, type App, type Engine, type Request, type LingerEnd, type Refusal, type Route, type Serve } from './engine.js';
+import { ACCEPT_ENCODING, CONTENT_LENGTH, EXPECT, HOST, IF_NONE_MATCH, type App, type Engine, type Request, type LingerEnd, type Refusal, type Route, type Serve, type SocketPhase } from './engine.js';
 
 type Handler = (ex: Exchange, req: Request) => void;
 
@@ -28,14 +28,38 @@ function badFraming(req: Request): boolean {
   let first: string | null = null;
   let bad = false;
   req.forEach((name, value) => {
-    if (name !== 'content-length') return;
-    for (const item of value.split(',')) {
-      const n = item.trim();
-      if (!/^\d+$/.test(n) || (first !== null && BigInt(n) !== BigInt(first))) bad = true;
+    if (bad || name !== 'content-length') return;
+    for (let from = 0; from <= value.length; ) {
+      let to = value.indexOf(',', from);
+      if (to < 0) to = value.length;
+      const n = significantDigits(value, from, to);
+      from = to + 1;
+      if (n === null || (first !== null && n !== first)) {
+        bad = true;
+        return;
+      }
       first ??= n;
     }
   });
   return bad;
+}
+/**
+ * The digits of one Content-Length item, `value` from `from` to `to`, less
+ * spaces around them and leading zeros (so that equal lengths compare
+ * equal as text, in time linear in their bytes); null when it is not a
+ * number.
+ */
+function significantDigits(value: string, from: number, to: number): string | null {
+  while (from < to && (value.charCodeAt(from) === 32 || value.charCodeAt(from) === 9)) from++;
+  while (to > from && (value.charCodeAt(to - 1) === 32 || value.charCodeAt(to - 1) === 9)) to--;
+  if (from === to) return null;
+  let start = from;
+  for (let i = from; i < to; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 48 || c > 57) return null;
+    if (c === 48 && start === i && i < to - 1) start++;
+  }
+  return value.slice(start, to);
 }
 /** An Expect the service cannot meet (RFC 9110 10.1.1): anything but 100-continue. */
 const expectsMore = (expect: string): boolean => expect !== '' && expect.toLowerCase() !== '100-continue';
@@ -244,6 +268,7 @@ export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => App {
       return { head: sender.errorHeadOf(failure, kind === 'method' ? ALLOW : []), body: Buffer.from(`Error: ${failure.message}`) };
     },
     lingered: (end: LingerEnd) => deps.metrics.lingered(end),
+    socketFailed: (phase: SocketPhase) => deps.metrics.socketFailed(phase),
   };
   return (tls) => deps.engine.app(routes, tls);
 }

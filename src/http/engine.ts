@@ -23,6 +23,8 @@ export interface Engine {
   readonly sharesPorts: boolean;
   /** An app that serves `routes`: plain HTTP, or HTTPS with a certificate pair. */
   app(routes: Routes, tls: TlsPair | null): App;
+  /** What the engine found it cannot do here, and does instead, each a sentence for the log: known once an app listens. */
+  limits(): string[];
 }
 
 export type EngineName = 'uws' | 'node';
@@ -71,7 +73,18 @@ export interface Routes {
   refused(kind: Refusal): { head: Head; body: Uint8Array };
   /** A connection closed after a refusal, once what the client still sent was read and dropped (a lingering close): how it ended. */
   lingered(end: LingerEnd): void;
+  /** An error on a client's socket closed its connection: what the connection was doing. */
+  socketFailed(phase: SocketPhase): void;
 }
+
+/**
+ * What a connection was doing when its socket failed: reading a head (or
+ * idle between requests), writing an answer, holding a request, lingering
+ * after a refusal, handed over by the HTTP parser (CONNECT), or in its TLS
+ * handshake.
+ */
+export type SocketPhase = 'head' | 'answer' | 'held' | 'linger' | 'tunnel' | 'handshake';
+export const SOCKET_PHASES: readonly SocketPhase[] = ['head', 'answer', 'held', 'linger', 'tunnel', 'handshake'];
 
 /** How a lingering close ended: the client closed, or the time or the bytes allowed ran out. */
 export type LingerEnd = 'client' | 'time' | 'bytes';

@@ -11,7 +11,7 @@ import type { Sender } from './sender.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Waiters } from './waiters.js';
 import type { Repeats } from './repeats.js';
-import type { LingerEnd } from './engine.js';
+import { SOCKET_PHASES, type LingerEnd, type SocketPhase } from './engine.js';
 
 export type LimitKind = 'subnet' | 'frequency' | 'daily';
 
@@ -37,6 +37,7 @@ export class Metrics {
   readonly registry = new Registry();
   private readonly rejections: Counter<'limit'>;
   private readonly lingerings: Counter<'end'>;
+  private readonly socketErrors: Counter<'phase'>;
   private readonly routes = new Map<string, RouteStats>();
 
   /** `thread`: this serving thread's number (0 for the main one), for the responses each thread answered. */
@@ -46,6 +47,7 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'proxylist_', eventLoopMonitoringPrecision: 1 });
     this.rejections = new Counter({ name: 'proxylist_limit_rejections_total', help: 'Requests refused by a usage limit', labelNames: ['limit'], registers });
     this.lingerings = new Counter({ name: 'proxylist_lingering_closes_total', help: 'Connections closed after a refusal once what the client still sent was read and dropped, by how that ended: client (it closed), time or bytes (the bound ran out)', labelNames: ['end'], registers });
+    this.socketErrors = new Counter({ name: 'proxylist_socket_errors_total', help: 'Client connections closed by an error on their socket (a reset, a broken pipe), by what the connection was doing: head (reading a request or idle), answer, held, linger, tunnel (CONNECT), handshake (TLS)', labelNames: ['phase'], registers });
     const gauge = (name: string, help: string, read: () => number) =>
       new Gauge({ name, help, registers, collect() { this.set(read()); } });
     // Totals kept elsewhere, exposed as counters: read when scraped.
@@ -115,6 +117,7 @@ export class Metrics {
     gauge('proxylist_keys_file_rejected', '1 while the keys file is missing or its last version was rejected (the keys in force stay)', () => (keys.lastError === null ? 0 : 1));
     for (const limit of ['subnet', 'frequency', 'daily'] as const) this.rejections.labels(limit).inc(0);
     for (const end of ['client', 'time', 'bytes'] as const) this.lingerings.labels(end).inc(0);
+    for (const phase of SOCKET_PHASES) this.socketErrors.labels(phase).inc(0);
   }
 
   /**
@@ -176,5 +179,9 @@ export class Metrics {
 
   lingered(end: LingerEnd): void {
     this.lingerings.labels(end).inc();
+  }
+
+  socketFailed(phase: SocketPhase): void {
+    this.socketErrors.labels(phase).inc();
   }
 }

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { LingerEnd } from '../engine.js';
+import type { LingerEnd, SocketPhase } from '../engine.js';
+import { readAgain, stopReading } from './read-stop.js';
 
 /**
  * How long a connection may stay silent before its first request, as
@@ -28,25 +29,6 @@ export const LINGER_MS = 5000;
 export const LINGER_BYTES = 4 * 1024 * 1024;
 
 /**
- * Stops Node reading a connection's requests, as Node does itself when a
- * client reads none of its answers: `socket.pause()` alone does not stop
- * its parser, which the socket feeds in C++, and no public call does. Node
- * pauses the parser once the read under way is parsed when it finds this
- * flag set, and clears it, and reads on, once the answers it holds are
- * written; so it is set again with each request that waits.
- */
-type NodeSocket = Socket & { _paused?: boolean; parser?: { resume(): void } | null };
-function stopReading(socket: NodeSocket): void {
-  socket._paused = true;
-  socket.pause();
-}
-function readAgain(socket: NodeSocket): void {
-  socket._paused = false;
-  socket.parser?.resume();
-  socket.resume();
-}
-
-/**
  * When the 100 (Continue) probes go to a client that sent its last byte
  * while an answer is still to come, in ms after it did: the first draws a
  * reset from a client that has gone, and the next write after the reset
@@ -68,6 +50,14 @@ export interface ConnectionsState {
   readonly open: Set<NodeConnection>;
   /** Counts a lingering close as it ends. */
   readonly lingered: (end: LingerEnd) => void;
+  /** Counts an error on a socket, by what the connection was doing. */
+  readonly failed: (phase: SocketPhase) => void;
+  /**
+   * Reading a connection's requests can be stopped here (read-stop.ts):
+   * false where the check at start found it does not work, and a request
+   * pipelined behind a held one then closes its connection.
+   */
+  readStops: boolean;
 }
 
 /**
@@ -91,7 +81,7 @@ export class NodeConnection {
   private stopped = false;
   /** The answer to a request the parser refused, written once every answer before it is on the socket. */
   private refusal: Buffer | null = null;
-  /** The refusal is written: what arrives is dropped (LINGER_MS, LINGER_BYTES), counted from this many bytes read; -1 before. */
+  /** A refusal is due: what arrives is dropped (LINGER_MS once it is written, LINGER_BYTES), counted from this many bytes read; -1 before. */
   private lingerFrom = -1;
   private lingerEnded = false;
   /**
@@ -104,6 +94,10 @@ export class NodeConnection {
   requests = 0;
   /** When this connection was accepted or its newest request arrived. */
   lastSeenMs = performance.now();
+  /** When the timeouts' sweep first found it with nothing in progress since then; -1 while something is (node-engine.ts). */
+  quietFromMs = this.lastSeenMs;
+  /** Node handed the socket over (CONNECT): no HTTP is read on it any more. */
+  handedOver = false;
 
   constructor(
     readonly socket: Socket,
@@ -114,8 +108,19 @@ export class NodeConnection {
     socket.setTimeout(FIRST_REQUEST_MS);
     (socket as WithConnection)[CONNECTION] = this;
     state.open.add(this);
+    // From now until it is destroyed, an error on the socket closes this connection and is counted, never thrown (Node takes its own listener off when it hands a socket over on CONNECT).
+    socket.on('error', failed);
     socket.on('end', peerEnded);
     socket.on('close', closed);
+  }
+
+  /** What the connection was doing, for the count of socket errors. */
+  phase(): SocketPhase {
+    if (this.handedOver) return 'tunnel';
+    if (this.lingerFrom >= 0) return 'linger';
+    if (this.awaited !== null) return 'held';
+    if (this.unfinished() !== null) return 'answer';
+    return 'head';
   }
 
   /** A request Node parsed: served now, or once the one before it is answered. */
@@ -126,6 +131,11 @@ export class NodeConnection {
     if (this.awaited !== null || this.head < this.queue.length) {
       if (this.socket.destroyed) return;
       if (this.queue.length - this.head >= 2 * MAX_QUEUED) {
+        this.socket.destroy();
+        return;
+      }
+      // Where reading cannot be stopped, such a client is closed, as uWebSockets.js closes it.
+      if (!this.state.readStops) {
         this.socket.destroy();
         return;
       }
@@ -156,6 +166,8 @@ export class NodeConnection {
   refuse(bytes: Buffer): void {
     if (this.refusal !== null) return;
     this.refusal = bytes;
+    // What the client sends from here on is dropped, within LINGER_BYTES, while the answers before the refusal are written too.
+    this.lingerFrom = this.socket.bytesRead;
     this.refuseWhenWritten();
   }
 
@@ -228,7 +240,6 @@ export class NodeConnection {
     if (last !== null) last.once('close', () => this.refuseWhenWritten());
     else {
       this.socket.end(this.refusal!);
-      this.lingerFrom = this.socket.bytesRead;
       const limit = setTimeout(() => this.stopLingering('time'), LINGER_MS);
       this.socket.once('close', () => {
         clearTimeout(limit);
@@ -246,10 +257,9 @@ export class NodeConnection {
   }
 
   /**
-   * Bytes arrived after the refusal was written (Node's parser, which has
-   * failed, reports each read as another error): dropped, or the socket
-   * destroyed once the client sent more than LINGER_BYTES. False before
-   * the refusal is written.
+   * Bytes arrived after a refusal (Node's parser, which has failed, may
+   * report a later read as another error): dropped, or the socket destroyed
+   * once the client sent more than LINGER_BYTES. False before a refusal.
    */
   lingered(): boolean {
     if (this.lingerFrom < 0) return false;
@@ -267,6 +277,11 @@ export const connectionOf = (socket: Socket): NodeConnection | undefined => (soc
 function peerEnded(this: Socket): void {
   connectionOf(this)?.peerEnded();
 }
+function failed(this: Socket): void {
+  const conn = connectionOf(this);
+  if (conn) conn.state.failed(conn.phase());
+  this.destroy();
+}
 function closed(this: Socket): void {
   const conn = connectionOf(this);
   if (conn) conn.state.open.delete(conn);
@@ -274,6 +289,3 @@ function closed(this: Socket): void {
 
 /** The queue of a connection that has not needed one. */
 const NO_QUEUE: Array<IncomingMessage | ServerResponse> = [];
-export const attachConnection = (conn: NodeConnection): void => {
-  (conn.socket as WithConnection)[CONNECTION] = conn;
-};

@@ -6,6 +6,7 @@ import { TLS12_CIPHERS, type TlsPair } from '../tls-pair.js';
 import type { Head } from '../head.js';
 import { connectionOf, NodeConnection, type ConnectionsState } from './node-connection.js';
 import { httpDate, NodeExchange } from './node-exchange.js';
+import { checkReadStop, type ReadStopCheck } from './read-stop.js';
 import { NodeRequest } from './node-request.js';
 
 /**
@@ -13,9 +14,11 @@ import { NodeRequest } from './node-request.js';
  * runs): request heads up to the 64 KiB uWebSockets.js is given; a head
  * must be whole within 10 s (slowloris), a request within 30 s, a TLS
  * handshake within 10 s; a connection idle between requests is closed
- * after 10 s, as uWebSockets.js closes one, and so is one that sends no
- * request at all (node-connection.ts). The timeouts are checked each
- * second, whether or not accepting is paused.
+ * after 10 s, as uWebSockets.js closes one (with no buffer added: Node
+ * 24.6 and later add one of a second by default), and so is one that
+ * sends no request at all (node-connection.ts). Node's own checks of these
+ * stop while its server does not listen: the service's sweep (QUIET_MS)
+ * runs whatever Node does.
  */
 const SERVER_OPTIONS = {
   maxHeaderSize: MAX_HEAD_BYTES,
@@ -24,9 +27,18 @@ const SERVER_OPTIONS = {
   headersTimeout: 10_000,
   requestTimeout: 30_000,
   keepAliveTimeout: 10_000,
+  keepAliveTimeoutBuffer: 0,
   connectionsCheckingInterval: 1000,
   noDelay: true,
 } as const;
+/**
+ * A connection with nothing in progress (no request being answered or
+ * held, no answer being written) for this long is closed: a head not
+ * whole, an idle keep-alive, a client that sent nothing. Swept each
+ * SWEEP_MS, so it closes between QUIET_MS and QUIET_MS + SWEEP_MS.
+ */
+const QUIET_MS = 10_000;
+const SWEEP_MS = 500;
 const TLS_CONTEXT = { ciphers: TLS12_CIPHERS, minVersion: 'TLSv1.2' } as const;
 // allowHalfOpen: a client's half-close reaches the http layer, which answers it (as over plain HTTP, where Node's http server sets it).
 const TLS_OPTIONS = { ...TLS_CONTEXT, handshakeTimeout: 10_000, allowHalfOpen: true } as const;
@@ -70,17 +82,25 @@ function closingAnswer({ head: h, body }: { head: Head; body: Uint8Array }): Buf
   return Buffer.concat([Buffer.from(text, 'latin1'), body]);
 }
 
+/** What the engine found it cannot do on this Node, once its first app listens. */
+const limitsFound: string[] = [];
+let limitsNoted = false;
+
 class NodeApp implements App {
   private readonly server: Server | HttpsServer;
   private readonly state: ConnectionsState;
-  private sweeper: NodeJS.Timeout | null = null;
+  private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly routes: Routes, tls: TlsPair | null) {
-    this.state = { draining: false, open: new Set(), lingered: (end) => routes.lingered(end) };
+    // Reading stops behind a held request once the check at start says it can (listen).
+    this.state = { draining: false, open: new Set(), lingered: (end) => routes.lingered(end), failed: (phase) => routes.socketFailed(phase), readStops: false };
     const secure = tls !== null;
     const server = (this.server = tls ? createHttpsServer({ ...SERVER_OPTIONS, ...TLS_OPTIONS, cert: Buffer.from(tls.cert), key: Buffer.from(tls.key) }) : createHttpServer(SERVER_OPTIONS));
-    // Node's own switch (no option sets it): a client that half-closes after its request still gets its answer, then the connection closes.
-    (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+    // Where the option is a property only (Node 24.6 and later read it from the server).
+    if ('keepAliveTimeoutBuffer' in server) (server as { keepAliveTimeoutBuffer: number }).keepAliveTimeoutBuffer = 0;
+    // Node's own switch, a server property no option sets: a client that half-closes after its request still gets its answer. Where it is gone, such a client gets none, as on uWebSockets.js.
+    if (typeof (server as { httpAllowHalfOpen?: unknown }).httpAllowHalfOpen === 'boolean') (server as unknown as { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+    this.sweeper = setInterval(() => this.sweep(), SWEEP_MS).unref();
     // Node 20's parser takes any number of lines, and keeps this many (later lines count as too many).
     server.maxHeadersCount = MAX_HEADER_LINES + 1;
     const table = new Map<string, Route>(routes.paths.map((r) => [r.path, r]));
@@ -110,18 +130,30 @@ class NodeApp implements App {
       return ex.answered || ex.aborted ? null : ex;
     };
     server.on(secure ? 'secureConnection' : 'connection', (socket: Socket) => new NodeConnection(socket, this.state, serve));
+    // Before its handshake a TLS client's errors come to clientError (tlsClientError); the raw socket gets a listener of its own all the same.
+    if (secure) server.on('connection', (socket: Socket) => socket.on('error', handshakeFailed));
     server.on('request', (req: IncomingMessage, res: ServerResponse) => connectionOf(req.socket)!.arrive(req, res));
     // Expect with anything but 100-continue (RFC 9110 10.1.1): 417, then a close; Node would answer it without a body.
     server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => refuse('expectation', req, res, connectionOf(req.socket)!));
-    // CONNECT: no tunnel here. Node hands the socket over without a response to write to.
-    server.on('connect', (_req: IncomingMessage, socket: Socket) => this.refuseOn(socket, 'method'));
+    // CONNECT: no tunnel here. Node hands the socket over without a response to write to, and without its error listener (the connection keeps its own).
+    server.on('connect', (_req: IncomingMessage, socket: Socket) => {
+      const conn = connectionOf(socket);
+      if (conn) conn.handedOver = true;
+      this.refuseOn(socket, 'method');
+    });
     // A request the parser refused gets the service's answer once those before it have theirs, then the connection closes.
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
       const code = err.code ?? '';
       // No connection yet: a TLS handshake that failed or timed out (https hands its errors here), with nothing to answer in.
       const conn = connectionOf(socket);
-      if (conn?.lingered()) return;
-      if (!conn || !socket.writable || code === 'ECONNRESET' || code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'HPE_HEADER_TIMEOUT') return socket.destroy();
+      if (!conn) {
+        if (code !== 'ERR_SSL_HANDSHAKE_TIMEOUT' && code !== 'ECONNRESET') return socket.destroy();
+        routes.socketFailed('handshake');
+        return socket.destroy();
+      }
+      // A refusal is under way: the socket was ended with it (or is ended once the answers before it are written), and what follows is dropped.
+      if (conn.lingered()) return;
+      if (!socket.writable || code === 'ECONNRESET' || code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'HPE_HEADER_TIMEOUT') return socket.destroy();
       let kind = REFUSALS[code] ?? 'badRequest';
       // Node 22 and later refuse a head of over 1,000 lines as too large: the read it failed in shows which.
       if (kind === 'headTooLarge' && tooManyLines((err as { rawPacket?: Buffer }).rawPacket)) kind = 'headLines';
@@ -137,7 +169,10 @@ class NodeApp implements App {
     else socket.end(bytes);
   }
 
-  listen(host: string, port: number, exclusive: boolean): Promise<ListenSocket | null> {
+  async listen(host: string, port: number, exclusive: boolean): Promise<ListenSocket | null> {
+    const check = await checkReadStop();
+    this.state.readStops = check.stops;
+    noteLimits(check);
     const server = this.server;
     return new Promise((resolve) => {
       const failed = (): void => resolve(null);
@@ -147,29 +182,29 @@ class NodeApp implements App {
         const address = server.address();
         resolve({
           port: typeof address === 'object' && address ? address.port : port,
-          close: () => {
-            server.close();
-            this.keepTimeouts();
-          },
+          close: () => server.close(),
         });
       });
     });
   }
 
   /**
-   * A server that stops listening (accepting paused for want of
-   * descriptors, or a drain) stops Node's check of the head and request
-   * timeouts with it: until it listens again, a connection quiet for the
-   * head timeout with no request in progress (a slowloris head, an idle
-   * keep-alive) is closed here, each second.
+   * The service's own timeouts, whether or not the server listens (Node
+   * stops its checks while it does not: accepting paused for want of
+   * descriptors, a drain, a renewal): a connection found with nothing in
+   * progress is closed once it has been so for QUIET_MS since its last
+   * request arrived (a slowloris head, an idle keep-alive, a silent client).
    */
-  private keepTimeouts(): void {
-    if (this.sweeper !== null) return;
-    this.sweeper = setInterval(() => this.closeQuiet(SERVER_OPTIONS.headersTimeout), SERVER_OPTIONS.connectionsCheckingInterval).unref();
-    this.server.once('listening', () => {
-      if (this.sweeper !== null) clearInterval(this.sweeper);
-      this.sweeper = null;
-    });
+  private sweep(): void {
+    const now = performance.now();
+    for (const conn of this.state.open) {
+      if (conn.busy) {
+        conn.quietFromMs = -1;
+        continue;
+      }
+      if (conn.quietFromMs < 0) conn.quietFromMs = now;
+      if (now - Math.max(conn.quietFromMs, conn.lastSeenMs) >= QUIET_MS) conn.socket.destroy();
+    }
   }
 
   drain(): void {
@@ -183,8 +218,7 @@ class NodeApp implements App {
   }
 
   close(): void {
-    if (this.sweeper !== null) clearInterval(this.sweeper);
-    this.sweeper = null;
+    clearInterval(this.sweeper);
     this.server.close();
     this.server.closeAllConnections();
   }
@@ -192,6 +226,19 @@ class NodeApp implements App {
   renew(tls: TlsPair): void {
     (this.server as HttpsServer).setSecureContext({ ...TLS_CONTEXT, cert: Buffer.from(tls.cert), key: Buffer.from(tls.key) });
   }
+}
+
+/** An error on a TLS client's raw socket: the socket closed (the TLS socket over it reports its own errors). */
+function handshakeFailed(this: Socket): void {
+  this.destroy();
+}
+
+/** Says once what the check at start found missing (read-stop.ts), for the engine's limits. */
+function noteLimits(check: ReadStopCheck): void {
+  if (limitsNoted) return;
+  limitsNoted = true;
+  if (!check.stops) limitsFound.push(`reading a connection's requests cannot be stopped on Node ${process.versions.node}: a client that pipelines a request behind a held one is closed, as uWebSockets.js closes it`);
+  if (!check.omitsConnection) limitsFound.push(`Node ${process.versions.node} adds its own Connection line to every answer: the node engine's heads have one line more than uWebSockets.js's`);
 }
 
 /** Node's own http and https modules: no native addon, every supported Node line, any C library. */
@@ -204,5 +251,6 @@ export function nodeEngine(): Engine {
     timesOut: true,
     sharesPorts: hasReusePort(),
     app: (routes, tls) => new NodeApp(routes, tls),
+    limits: () => [...limitsFound],
   };
 }

@@ -72,5 +72,6 @@ export function uwsEngine(): Engine {
       bind('/*', routes.other);
       return new UwsApp(app, state);
     },
+    limits: () => [],
   };
 }
