@@ -50,6 +50,8 @@ export interface ServeOptions {
   threads?: number;
   /** The HTTP engine: uWebSockets.js where a native build loads (`auto`), or one named (docs/operations.md, Where it runs). */
   engine?: EngineChoice;
+  /** Only a uWebSockets.js `.node` file with one of these SHA-256 digests is loaded (hex); empty or absent: any. */
+  uwsSha256?: string[];
   /** A snapshot with more than this share of its records skipped is rejected whole (default 0.5). */
   maxSkippedShare?: number;
   /** The most requests with `wait` the process holds at once; past it, one is answered as if without `wait`. */

@@ -72,7 +72,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const clock = o.clock ?? systemClock;
   const log = o.log ?? createLogger(o.logLevel);
   // The HTTP engine: uWebSockets.js where a native build loads; `--engine uws` where none does stops here.
-  const { engine, passedOver } = selectEngine(o.engine ?? 'auto');
+  const { engine, passedOver } = selectEngine(o.engine ?? 'auto', o.uwsSha256);
   // Threads share the port with SO_REUSEPORT, which the node engine has from Node 22.12 on: before, it serves from one.
   const threadsAsked = o.threads ?? defaultThreads();
   const threadCount = engine.sharesPorts ? threadsAsked : 1;
@@ -115,7 +115,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   // Usage of keys from an earlier day whose windows have passed is dropped hourly.
   const pruner = setInterval(() => memory.prune(clock.nowMs(), clock.monotonicMs(), keys.table.longestWindowS * 1000), 3600_000);
   pruner.unref();
-  const life: Lifecycle = { engine: { name: engine.name, build: engine.build }, draining: false, limiter: redis, origin, keysOrigin, listener: null, tls: null };
+  const life: Lifecycle = { engine: { name: engine.name, build: engine.build, native: engine.native }, draining: false, limiter: redis, origin, keysOrigin, listener: null, tls: null };
   // What every serving thread answers from: the newest store all of them have (threads/store-gate.ts).
   const gate = newStoreGate();
   const served = new GatedStores(gate, feed);
@@ -185,7 +185,10 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     if (originDir) rmSync(originDir, { recursive: true, force: true });
     throw err;
   }
-  log.info({ event: 'engine_selected', engine: engine.name, build: engine.build, passed_over: passedOver }, `the ${engine.name} engine serves, with ${engine.build}${passedOver.length ? ` (passed over: ${passedOver.join('; ')})` : ''}`);
+  const native = engine.native ? `, ${engine.native.package} ${engine.native.version}, SHA-256 ${engine.native.sha256}` : '';
+  log.info({ event: 'engine_selected', engine: engine.name, build: engine.build, native: engine.native, passed_over: passedOver }, `the ${engine.name} engine serves, with ${engine.build}${native}${passedOver.length ? ` (passed over: ${passedOver.join('; ')})` : ''}`);
+  const refused = passedOver.filter((p) => p.includes('is not one of --uws-sha256'));
+  if (refused.length > 0) log.warn({ event: 'uws_refused', engine: engine.name, refused }, `uWebSockets.js refused by --uws-sha256, the ${engine.name} engine serves: ${refused.join('; ')}`);
   for (const limit of engine.limits()) log.warn({ event: 'engine_limit', engine: engine.name, build: engine.build }, limit);
   if (!engine.timesOut) {
     log.warn({ event: 'engine_without_timeouts', engine: engine.name, build: engine.build }, `${engine.build} closes no connection that is idle or slow: idle keep-alive, silent and slowloris connections hold their descriptors until the client leaves; put deploy/haproxy.cfg in front, or choose --engine node (docs/operations.md, What each build answers)`);

@@ -91,9 +91,19 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { name: 'keys-poll-s', value: 'N', shown: String(DEFAULT_KEYS_POLL_S), help: 'seconds between conditional GETs of an http(s) keys file: a key revoked there is refused within this and a second', apply: (o, raw) => (o.keysPollS = integerOption('keys-poll-s', raw, DEFAULT_KEYS_POLL_S, 1, 3600)) },
   { name: 'threads', value: 'N', shown: 'the cores it may run on', help: `serving threads, each with an app on the port, all answering from one store with limits shared exactly (1 to ${MAX_THREADS})`, apply: (o, raw) => (o.threads = integerOption('threads', raw, defaultThreads(), 1, MAX_THREADS)) },
   { name: 'engine', value: 'auto|uws|node', shown: 'auto', help: 'the HTTP engine: uWebSockets.js where a native build loads (auto), or Node\'s own http module (node), which runs on every Node.js and C library', apply: (o, raw) => (o.engine = engineChoice(raw)) },
+  { name: 'uws-sha256', value: 'HEX[,HEX]', shown: 'any', help: 'load only a uWebSockets.js .node file with one of these SHA-256 digests; with another, the node engine serves and the log says why', apply: (o, raw) => (o.uwsSha256 = sha256List(raw)) },
   { name: 'max-held', value: 'N', shown: String(DEFAULT_MAX_HELD), help: 'requests with wait held at once by the whole process; past it, one is answered at once as if without wait (each costs a few KB)', apply: (o, raw) => (o.maxHeld = integerOption('max-held', raw, DEFAULT_MAX_HELD, 0, 10_000_000)) },
   { name: 'drain-s', value: 'N', shown: String(DEFAULT_DRAIN_S), help: 'seconds requests are still served after SIGTERM, while /health answers 503 draining', apply: (o, raw) => (o.drainS = integerOption('drain-s', raw, DEFAULT_DRAIN_S, 0, 3600)) },
 ];
+
+/** A comma-separated list of SHA-256 digests, 64 hexadecimal digits each. */
+function sha256List(raw: string | undefined): string[] | undefined {
+  if (raw === undefined) return undefined;
+  const items = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const bad = items.find((s) => !/^[0-9a-fA-F]{64}$/.test(s));
+  if (items.length === 0 || bad !== undefined) throw new CodedError('E_USAGE', `--uws-sha256 takes SHA-256 digests of 64 hexadecimal digits, separated by commas, not ${JSON.stringify(bad ?? raw)}`);
+  return items.map((s) => s.toLowerCase());
+}
 
 /** The environment variable of an option. */
 export const envName = (name: string): string => `PROXYLIST_${name.toUpperCase().replace(/-/g, '_')}`;

@@ -13,6 +13,8 @@ export interface Engine {
   readonly name: EngineName;
   /** The build or runtime that serves: `uWebSockets.js v20.30.0`, `node:http 22.23.3`. */
   readonly build: string;
+  /** The native addon loaded (uWebSockets.js), or null: Node's own modules. */
+  readonly native: NativeBuild | null;
   /** The engine answers 400 itself to two Host lines (the service must count them otherwise). */
   readonly refusesBadHeads: boolean;
   /** The engine closes connections that are idle or slow (docs/operations.md, What each build answers). */
@@ -28,6 +30,13 @@ export interface Engine {
 }
 
 export type EngineName = 'uws' | 'node';
+
+/** A native addon the service loaded, as an operator checks it (docs/operations.md, What installs and what loads): its package as installed, under its own name, and the SHA-256 of the `.node` file. */
+export interface NativeBuild {
+  readonly package: string;
+  readonly version: string;
+  readonly sha256: string;
+}
 export const ENGINE_CHOICES = ['auto', 'uws', 'node'] as const;
 export type EngineChoice = (typeof ENGINE_CHOICES)[number];
 

@@ -2,7 +2,7 @@ import { CodedError } from '../core/errors.js';
 import { ENGINE_CHOICES, type Engine, type EngineChoice } from './engine.js';
 import { nodeEngine } from './node/node-engine.js';
 import { uwsEngine } from './uws/uws-engine.js';
-import { uwsBuild, uwsUnavailable } from './uws/load.js';
+import { pinUws, uwsBuild, uwsUnavailable } from './uws/load.js';
 
 /** The engine chosen at start, and why the other was passed over (the `engine_selected` log line). */
 export interface EngineSelection {
@@ -20,9 +20,12 @@ export function engineChoice(value: string | undefined): EngineChoice {
 /**
  * The HTTP engine (docs/operations.md, Where it runs): `uws` where a native
  * build of uWebSockets.js loads, else `node`, unless the operator chose one.
- * `uws` where no build loads stops the start with what was tried.
+ * `uws` where no build loads stops the start with what was tried. With
+ * `uwsSha256`, a build whose `.node` file has another digest is passed
+ * over unloaded.
  */
-export function selectEngine(choice: EngineChoice): EngineSelection {
+export function selectEngine(choice: EngineChoice, uwsSha256: readonly string[] = []): EngineSelection {
+  pinUws(uwsSha256);
   if (choice === 'node') return { engine: nodeEngine(), passedOver: ['uws: not chosen (--engine node)'] };
   const missing = uwsUnavailable();
   if (missing === null) return { engine: uwsEngine(), passedOver: uwsBuild().passedOver };

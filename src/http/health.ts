@@ -28,6 +28,8 @@ export function healthReport(feed: StoreFeed, keys: KeysInForce, life: Lifecycle
   const keysError = keys.lastError ?? life.keysOrigin?.lastError ?? null;
   const extra = {
     engine: life.engine.name,
+    // The native build that serves, as an operator pins it (--uws-sha256); null on Node's own http.
+    engine_build: life.engine.native,
     threads,
     keys: { source: keys.source, loaded_at: keys.loadedAtMs === null ? null : formatIsoOffset(keys.loadedAtMs), count: keys.table.size, last_error: keysError },
     ...(o ? { origin: { url: o.url, downloads: o.downloads, not_modified: o.notModified, last_error: o.lastError } } : {}),

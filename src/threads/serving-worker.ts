@@ -61,8 +61,8 @@ const redis = redisUrl
   ? new RedisLimiter({ url: redisUrl, timeoutMs: o.limiterTimeoutMs ?? DEFAULT_LIMITER_TIMEOUT_MS, fallback: o.limiterFallback === 'memory' ? memory : null, clock, log })
   : null;
 const limiter: Limiter = redis ?? memory;
-const { engine } = selectEngine(o.engine ?? 'auto');
-const life: Lifecycle = { engine: { name: engine.name, build: engine.build }, draining: false, limiter: redis, origin: null, keysOrigin: null, listener: null, tls: null };
+const { engine } = selectEngine(o.engine ?? 'auto', o.uwsSha256);
+const life: Lifecycle = { engine: { name: engine.name, build: engine.build, native: engine.native }, draining: false, limiter: redis, origin: null, keysOrigin: null, listener: null, tls: null };
 
 let nextAsk = 1;
 const asked = new Map<number, { resolve(value: unknown): void; reject(err: Error): void }>();

@@ -246,6 +246,7 @@ export function nodeEngine(): Engine {
   return {
     name: 'node',
     build: `node:http ${process.versions.node}`,
+    native: null,
     refusesBadHeads: false,
     refusesExpectations: true,
     timesOut: true,

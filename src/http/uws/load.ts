@@ -1,7 +1,9 @@
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { CodedError } from '../../core/errors.js';
+import type { NativeBuild } from '../engine.js';
 import type * as UWS from 'uws-v20.57';
 
 export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uws-v20.57';
@@ -30,6 +32,8 @@ const MAX_HEADERS_BYTES = '65536';
 export interface UwsBuild {
   /** The build loaded. */
   label: string;
+  /** Its package as installed (its own name, not the alias it is installed under) and version, and the SHA-256 of the `.node` file loaded. */
+  native: NativeBuild;
   /**
    * It answers 400 itself to a request without Host or with two, and 431 to
    * a head over its limit (docs/operations.md, What each build answers);
@@ -49,6 +53,29 @@ export interface UwsBuild {
 let loaded: { uws: typeof UWS; build: UwsBuild } | null = null;
 /** The builds tried when none loaded. */
 let failedBuilds: string[] = [];
+/** The SHA-256 digests a build's `.node` file must have (--uws-sha256); empty: any. */
+let pinned: readonly string[] = [];
+
+/**
+ * Only a `.node` file with one of these SHA-256 digests is loaded (hex, any
+ * case); empty: any. A build whose file has another is passed over, never
+ * loaded, and the node engine serves where none is left.
+ */
+export function pinUws(digests: readonly string[]): void {
+  const next = digests.map((d) => d.toLowerCase());
+  if (next.join(',') === pinned.join(',')) return;
+  pinned = next;
+  loaded = null;
+  failedBuilds = [];
+}
+
+/** The SHA-256 of each file read, by path: a file is hashed once per process. */
+const digests = new Map<string, string>();
+function sha256Of(file: string): string {
+  let d = digests.get(file);
+  if (d === undefined) digests.set(file, (d = createHash('sha256').update(readFileSync(file)).digest('hex')));
+  return d;
+}
 
 /** Why a build did not load: no binary for this Node, a C library too old, or the error itself. */
 function reasonOf(err: unknown): string {
@@ -60,11 +87,12 @@ function reasonOf(err: unknown): string {
 }
 
 /**
- * Why a build cannot load here without trying it, or null: the package is
- * missing, or has no binary for this platform and Node's ABI. Loading such
- * a build prints a warning of its own (v20.30) before its fallback.
+ * The package folder of a build and the `.node` file it loads on this
+ * platform and Node's ABI, or why it has none: the package is missing, or
+ * has no binary here. Loading such a build prints a warning of its own
+ * (v20.30) before its fallback.
  */
-function binaryMissing(require: NodeJS.Require, name: string): string | null {
+function binaryOf(require: NodeJS.Require, name: string): { dir: string; file: string } | string {
   let dir: string;
   try {
     // The package's root: its main file's folder, or one above it that holds its package.json (its exports may hide that file from resolve).
@@ -74,8 +102,18 @@ function binaryMissing(require: NodeJS.Require, name: string): string | null {
     return 'not installed';
   }
   const file = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
-  if (existsSync(join(dir, file)) || existsSync(join(dir, 'binaries', file))) return null;
+  for (const at of [join(dir, file), join(dir, 'binaries', file)]) if (existsSync(at)) return { dir, file: at };
   return `no binary for Node ${process.versions.node} (ABI ${process.versions.modules}) on ${process.platform}-${process.arch}`;
+}
+
+/** A build's own package name and version, as its package.json says. */
+function packageOf(dir: string): { name: string; version: string } {
+  try {
+    const p = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+    return { name: String(p.name ?? 'unknown'), version: String(p.version ?? 'unknown') };
+  } catch {
+    return { name: 'unknown', version: 'unknown' };
+  }
 }
 
 /**
@@ -91,11 +129,17 @@ export function loadUws(): typeof UWS {
   const require = createRequire(import.meta.url);
   const passedOver: string[] = [];
   for (const build of BUILDS) {
-    const missing = binaryMissing(require, build.name);
-    if (missing !== null) {
-      if (missing !== 'not installed' || build.name !== 'uWebSockets.js') passedOver.push(`${build.label}: ${missing}`);
+    const binary = binaryOf(require, build.name);
+    if (typeof binary === 'string') {
+      if (binary !== 'not installed' || build.name !== 'uWebSockets.js') passedOver.push(`${build.label}: ${binary}`);
       continue;
     }
+    const sha256 = sha256Of(binary.file);
+    if (pinned.length > 0 && !pinned.includes(sha256)) {
+      passedOver.push(`${build.label}: its file's SHA-256 ${sha256} is not one of --uws-sha256`);
+      continue;
+    }
+    const pkg = packageOf(binary.dir);
     let uws: typeof UWS;
     try {
       uws = require(build.name) as typeof UWS;
@@ -107,7 +151,8 @@ export function loadUws(): typeof UWS {
       passedOver.push(`${build.label}: no native binary for Node ${process.versions.node} (ABI ${process.versions.modules}), or UWS_USE_FALLBACK is set`);
       continue;
     }
-    loaded = { uws, build: { label: build.label, refusesBadHeads: build.refusesBadHeads, timesOut: build.timesOut, passedOver } };
+    const native = { package: pkg.name, version: pkg.version, sha256 };
+    loaded = { uws, build: { label: build.label, native, refusesBadHeads: build.refusesBadHeads, timesOut: build.timesOut, passedOver } };
     return uws;
   }
   failedBuilds = passedOver;

@@ -46,6 +46,7 @@ export function uwsEngine(): Engine {
   return {
     name: 'uws',
     build: build.label,
+    native: build.native,
     refusesBadHeads: build.refusesBadHeads,
     refusesExpectations: false,
     timesOut: build.timesOut,
