@@ -160,8 +160,8 @@ if (testEngine().name === 'node') {
       const paused = closings(port, tlsPort);
       await new Promise((r) => setTimeout(r, 300));
       for (const t of tokens) t.close();
-      // Node's server.close() closes idle keep-alive connections at once (Node 19 and later).
-      assertAtTen(await paused, 'while accepting is paused', ['idle keep-alive']);
+      // Node's server.close() closes idle connections at once (Node 19 and later; Node 26 counts one that sent nothing as idle too).
+      assertAtTen(await paused, 'while accepting is paused', ['idle keep-alive', 'silent']);
       tokens = [(await plain.listen('127.0.0.1', port, true))!, (await secure.listen('127.0.0.1', tlsPort, true))!];
       secure.renew!(pair(second));
       assertAtTen(await closings(port, tlsPort), 'after a new listen and a renewal');
