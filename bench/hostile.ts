@@ -5,18 +5,23 @@
  * - H2: 60 distinct large JSON bodies read to 90% and then held 20 s: peak
  *   RSS, and the p99 of small queries asked meanwhile;
  * - H3: 200 distinct brotli bodies whose clients leave after 50 ms: CPU
- *   seconds and peak RSS.
+ *   seconds and peak RSS;
+ * - H4: the costliest heads and query strings the service accepts
+ *   (support/hostile-clients.ts), each sent 100 times one after another:
+ *   the server's CPU per request, and /health's slowest answer meanwhile.
+ * `--only costly` runs H4 alone; the engine is the server's default, or
+ * PROXYLIST_ENGINE's.
  * Server on core 0; the clients in this process, on core 1 (taskset), but
  * the small queries from a prober of their own (bench/probe.ts), so that
  * reading gigabytes here never shows as their latency. `--cli PATH` runs
  * another build's server (dist/src/cli/main.js of a worktree), to compare.
- * Run: npm run bench -- hostile [--records N] [-- --cli PATH]
+ * Run: npm run bench -- hostile [--records N] [-- --cli PATH] [--only costly]
  */
 import { copyFileSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePorts } from '../support/ports.js';
-import { leaveAfter, percentile, readThenHold } from '../support/hostile-clients.js';
+import { costlyRequests, firstByteBack, leaveAfter, percentile, readThenHold } from '../support/hostile-clients.js';
 import { MB, cpuSeconds, rssBytes, watchPeakRss } from '../support/process-stats.js';
 import { BENCH_KEY, CLI, generateSnapshot, probe, recordsOption, round2, sleep, startPinned, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
 
@@ -49,11 +54,36 @@ const FIELDS = ['port', 'ip_out', 'type', 'anon', 'ping', 'timecheck', 'country'
 const big = (i: number): string => `/api?key=${BENCH_KEY}&get=json&time=100000&split_ip=1&fields=ip,${FIELDS.filter((_, f) => f < 8 || ((i >> (f - 8)) & 1) === 0 || f === 8 + (i % 5)).join(',')}&pretty=${i % 2}&works=${Math.floor(i / 32)}`;
 const SMALL = `/api?key=${BENCH_KEY}&type=http&count=100&get=json`;
 
-const server = startPinned(process.execPath, [SERVER_CLI, 'serve', '--snapshot', path, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn', '--drain-s', '0']);
-try {
-  await waitFor(`${base}/health`, 60_000, (s) => s === 200);
-  // taskset runs the server in its own process.
-  const pid = server.pid!;
+const ONLY_COSTLY = process.argv.includes('--only') && process.argv[process.argv.indexOf('--only') + 1] === 'costly';
+/** Each costly request sent this many times, one after another. */
+const COSTLY_TIMES = 100;
+
+/** H4: each costly request, its server CPU per request and /health's slowest answer while it is sent. */
+async function costly(pid: number): Promise<Array<{ request: string; cpu_ms: number; health_max_ms: number }>> {
+  const rows = [];
+  for (const [request, bytes] of costlyRequests(BENCH_KEY)) {
+    let sending = true;
+    const cpuBefore = cpuSeconds(pid);
+    const attack = (async () => {
+      for (let i = 0; i < COSTLY_TIMES; i++) await firstByteBack(port, bytes);
+      sending = false;
+    })();
+    let healthMax = 0;
+    while (sending) {
+      const started = performance.now();
+      await (await fetch(`${base}/health`)).arrayBuffer();
+      healthMax = Math.max(healthMax, performance.now() - started);
+      await sleep(5);
+    }
+    await attack;
+    rows.push({ request, cpu_ms: round2(((cpuSeconds(pid) - cpuBefore) * 1000) / COSTLY_TIMES), health_max_ms: round2(healthMax) });
+    console.error(`H4 ${JSON.stringify(rows[rows.length - 1])}`);
+  }
+  return rows;
+}
+
+/** H1 to H4. */
+async function all(pid: number): Promise<void> {
   const generatedAt = async () => ((await (await fetch(`${base}/health`)).json()) as { snapshot: { generated_at: string } }).snapshot.generated_at;
 
   // H1
@@ -111,7 +141,17 @@ try {
     small_during: { p50_ms: round2(percentile(during3, 0.5)), p99_ms: round2(percentile(during3, 0.99)), max_ms: round2(during3[during3.length - 1]) },
   };
   console.error(`H3 ${JSON.stringify(h3)}`);
-  writeResult('hostile', { date: new Date().toISOString(), records: RECORDS, cache_mb: CACHE_MB, bodies_mb: BODIES_MB, h1, h2, h3 });
+  const h4 = await costly(pid);
+  writeResult('hostile', { date: new Date().toISOString(), records: RECORDS, cache_mb: CACHE_MB, bodies_mb: BODIES_MB, h1, h2, h3, h4 });
+}
+
+const server = startPinned(process.execPath, [SERVER_CLI, 'serve', '--snapshot', path, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn', '--drain-s', '0', '--trust-proxy', '127.0.0.1']);
+try {
+  await waitFor(`${base}/health`, 60_000, (s) => s === 200);
+  // taskset runs the server in its own process.
+  const pid = server.pid!;
+  if (ONLY_COSTLY) writeResult(`hostile-costly-${process.env.PROXYLIST_ENGINE ?? 'default'}`, { date: new Date().toISOString(), records: RECORDS, times: COSTLY_TIMES, h4: await costly(pid) });
+  else await all(pid);
 } finally {
   await stop(server);
   rmSync(work, { recursive: true, force: true });

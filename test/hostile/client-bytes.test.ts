@@ -8,6 +8,7 @@ import * as assert from 'uvu/assert';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
 import { TestAuthority } from '../../support/certificates.js';
+import { costlyRequests } from '../../support/hostile-clients.js';
 import { freePorts } from '../../support/ports.js';
 import { exitWithin, runCli, type Child } from '../helpers/cli.js';
 import { UNLIMITED, eventually, tempDir } from '../helpers/server.js';
@@ -183,34 +184,9 @@ test('each class of hostile bytes, reset at each moment, 20 connections at a tim
   await stillServes(ctx.secure, 'TLS, a reset during the handshake');
 });
 
-/** The costliest requests the service accepts: heads of up to 64 KiB and query strings of up to 8 KiB, each written whole. */
-function costly(): Array<[string, string]> {
-  const head = (lines: string, target = '/health'): string => `GET ${target} HTTP/1.1\r\n${HOST}${lines}\r\n`;
-  const list = (name: string, item: (i: number) => string): string => {
-    let q = `/api?key=${KEY}&${name}=`;
-    for (let i = 0; q.length < 8000; i++) q += (i ? ',' : '') + item(i);
-    return q;
-  };
-  return [
-    ['a Content-Length of 32,000 digits then 16,000 items', head(`Content-Length: ${'9'.repeat(32_000)}${',1'.repeat(16_000)}\r\n`)],
-    ['30,000 Content-Length items that agree', head(`Content-Length: 0${',0'.repeat(30_000)}\r\n`)],
-    ['1,000 X-Forwarded-For lines from a trusted peer', head(`X-Forwarded-For: ${Array.from({ length: 6 }, (_, i) => `10.0.${i}.1`).join(', ')}\r\n`.repeat(1000), `/api?key=${KEY}&count=1`)],
-    ['an Accept-Encoding of 60 KB', head(`Accept-Encoding: ${'gzip;q=0.5;a=b, '.repeat(3700)}br\r\n`, `/api?key=${KEY}&count=1`)],
-    ['an If-None-Match of 60 KB', head(`If-None-Match: ${'W/"abcdefghij", '.repeat(3700)}*\r\n`, `/api?key=${KEY}&count=1`)],
-    ['a Host of 60 KB', `GET /health HTTP/1.1\r\nHost: ${'a'.repeat(60_000)}:\r\n\r\n`],
-    ['city: case variants of one city', `GET ${list('city', (i) => (i % 2 ? 'MOSCOW' : 'moscow').split('').map((c, j) => ((i >> j) & 1 ? c.toLowerCase() : c.toUpperCase())).join(''))} HTTP/1.1\r\n${HOST}\r\n`],
-    ['city: distinct names', `GET ${list('city', (i) => `c${i}`)} HTTP/1.1\r\n${HOST}\r\n`],
-    ['ip: IPv4 and IPv6 items', `GET ${list('ip', (i) => (i % 2 ? `10.${i & 255}.0.1:${i}` : `2001:db8::${i.toString(16)}`))} HTTP/1.1\r\n${HOST}\r\n`],
-    ['port: every port', `GET ${list('port', (i) => String((i % 65535) + 1))} HTTP/1.1\r\n${HOST}\r\n`],
-    ['country: codes again and again', `GET ${list('country', (i) => ['us', 'US', 'de', 'Ru'][i % 4])}&cm=except HTTP/1.1\r\n${HOST}\r\n`],
-    ['type, anon and service repeated', `GET ${list('type', (i) => ['http', 'HTTPS', 'socks4', 'socks5'][i % 4]).slice(0, 3000)}&anon=${'elite,'.repeat(300)}elite&service=${'google,'.repeat(250)}google HTTP/1.1\r\n${HOST}\r\n`],
-    ['fields repeated, JSON', `GET ${list('fields', (i) => ['ip', 'port', 'type', 'country'][i % 4])}&get=json&count=10 HTTP/1.1\r\n${HOST}\r\n`],
-  ];
-}
-
 test('while one connection sends the costliest heads and query strings, /health is answered within 500 ms', async (ctx) => {
   for (const [name, s] of [['plain', ctx.plain], ['TLS', ctx.secure]] as const) {
-    for (const [what, bytes] of costly()) {
+    for (const [what, bytes] of costlyRequests(KEY)) {
       let sending = true;
       // One client writes the request again and again, a new connection each time (most of them close after a refusal).
       const attacker = (async () => {
