@@ -165,7 +165,10 @@ export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => App {
    * The peer of a request with invalid framing, until the current pass over
    * what sockets brought in is over. uWebSockets.js goes on with the requests
    * it already read after such a request, and then keeps the connection: each
-   * gets the same 400, never an answer, and the last one closes it. (Node's
+   * gets the same 400, never an answer, and the last one closes it. It names
+   * no connection (no port), so a request of another connection from that
+   * address in that pass gets the 400 too; holding such requests back instead
+   * makes uWebSockets.js close the connection before the 400 is sent. (Node's
    * parser refuses such a request itself: `refused` below.)
    */
   let condemned: string | null = null;

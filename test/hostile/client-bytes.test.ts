@@ -80,9 +80,9 @@ type Moment = (typeof MOMENTS)[number];
  * TLS the reset is the TCP socket's under the TLS one; `duringHandshake`
  * resets it before the handshake ends.
  */
-function sendAndReset(port: number, bytes: string | Buffer, moment: Moment, ca: Buffer | null, duringHandshake = false): Promise<void> {
+function sendAndReset(port: number, bytes: string | Buffer, moment: Moment, ca: Buffer | null, duringHandshake = false, localAddress?: string): Promise<void> {
   return new Promise((resolve) => {
-    const raw = connect({ host: '127.0.0.1', port });
+    const raw = connect({ host: '127.0.0.1', port, localAddress });
     let done = false;
     const reset = (): void => {
       if (done) return;
@@ -188,19 +188,26 @@ test('while one connection sends the costliest heads and query strings, /health 
   for (const [name, s] of [['plain', ctx.plain], ['TLS', ctx.secure]] as const) {
     for (const [what, bytes] of costlyRequests(KEY)) {
       let sending = true;
-      // One client writes the request again and again, a new connection each time (most of them close after a refusal).
+      // One client writes the request again and again, a new connection each time (most of them close after a refusal), from an
+      // address of its own: on uWebSockets.js, requests from the address of one with invalid framing get its 400 for the rest of
+      // that turn of the event loop (docs/operations.md, What each build answers).
       const attacker = (async () => {
-        while (sending) await sendAndReset(s.port, bytes, 'at the first byte back', s.ca);
+        while (sending) await sendAndReset(s.port, bytes, 'at the first byte back', s.ca, false, '127.0.0.2');
       })();
       let worst = 0;
+      let status = 200;
       const until = performance.now() + 400;
-      while (performance.now() < until) {
-        const h = await health(s);
-        assert.is(h.status, 200, `${name}, ${what}: /health answered ${h.status}`);
-        worst = Math.max(worst, h.ms);
+      try {
+        while (performance.now() < until && status === 200) {
+          const h = await health(s);
+          status = h.status;
+          worst = Math.max(worst, h.ms);
+        }
+      } finally {
+        sending = false;
+        await attacker;
       }
-      sending = false;
-      await attacker;
+      assert.is(status, 200, `${name}, ${what}: /health answered ${status}`);
       assert.ok(worst < 500, `${name}, ${what}: /health took ${worst.toFixed(0)} ms`);
     }
     await stillServes(s, name);

@@ -147,11 +147,12 @@ class NodeApp implements App {
       // No connection yet: a TLS handshake that failed or timed out (https hands its errors here), with nothing to answer in.
       const conn = connectionOf(socket);
       if (!conn) {
-        if (code !== 'ERR_SSL_HANDSHAKE_TIMEOUT' && code !== 'ECONNRESET') return socket.destroy();
-        routes.socketFailed('handshake');
+        if (code === 'ECONNRESET' || code === 'EPIPE') routes.socketFailed('handshake');
         return socket.destroy();
       }
-      // A refusal is under way: the socket was ended with it (or is ended once the answers before it are written), and what follows is dropped.
+      // A refusal is under way: the socket was ended with it, and what follows is dropped (a failed parser may report each later read here).
+      // The one case where this listener returns with the socket open is a refusal behind answers still being written (a held wait, a big
+      // body): it is ended once they are, so that those answers come before the 400; meanwhile what the client sends is dropped, within LINGER_BYTES.
       if (conn.lingered()) return;
       if (!socket.writable || code === 'ECONNRESET' || code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'HPE_HEADER_TIMEOUT') return socket.destroy();
       let kind = REFUSALS[code] ?? 'badRequest';
