@@ -69,7 +69,7 @@ test('SIGTERM to one instance under load: it drains, and no request is lost', as
       health = await res.json();
       return res.status === 503;
     }, 10_000, 'draining');
-    const { keys: keysHealth, ...rest } = health as { keys: { count: number; last_error: string | null } };
+    const { keys: keysHealth, engine_build: _build, ...rest } = health as { keys: { count: number; last_error: string | null }; engine_build: unknown };
     assert.equal(rest, { status: 'draining', engine: testEngine().name, threads: defaultThreadsHere(), limiter: { kind: 'redis', mode: 'single', nodes: 1, up: true, fallback: 0, last_error: null } });
     assert.equal([keysHealth.count, keysHealth.last_error], [1, null]);
     const code = await exitWithin(instances[0], 20_000);
