@@ -107,7 +107,7 @@ function routes(): Routes {
   return { paths: [route], other: route, refused: () => ({ head: ok, body }), lingered: () => undefined, socketFailed: () => undefined };
 }
 
-/** When the server closed each connection, in s after it was opened: one silent, one with a head that never ends, one idle after an answer, and one TLS client that never finishes its handshake. */
+/** When the server closed each connection, in s after it was opened: one silent, one with a head that never ends, one idle after an answer, one whose body never ends, and one TLS client that never finishes its handshake. */
 async function closings(port: number, tlsPort: number): Promise<Record<string, number>> {
   const opened = (p: number): Promise<Socket> =>
     new Promise((resolve, reject) => {
@@ -124,6 +124,7 @@ async function closings(port: number, tlsPort: number): Promise<Record<string, n
     return [name, (performance.now() - from) / 1000];
   };
   let drip: NodeJS.Timeout | undefined;
+  let trickle: NodeJS.Timeout | undefined;
   const all = await Promise.all([
     watch('silent', port, () => undefined),
     watch('slow head', port, (s) => {
@@ -131,9 +132,14 @@ async function closings(port: number, tlsPort: number): Promise<Record<string, n
       drip = setInterval(() => s.writable && s.write('X-A: b\r\n'), 1000);
     }),
     watch('idle keep-alive', port, (s) => s.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n')),
+    watch('slow body', port, (s) => {
+      s.write('GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n');
+      trickle = setInterval(() => s.writable && s.write('a'), 1000);
+    }),
     watch('TLS handshake', tlsPort, (s) => s.write(Buffer.from([0x16, 0x03, 0x01]))),
   ]);
   clearInterval(drip);
+  clearInterval(trickle);
   return Object.fromEntries(all);
 }
 
