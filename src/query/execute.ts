@@ -206,13 +206,14 @@ function markCities(store: Store, bits: Uint32Array, cities: readonly string[], 
   bits.fill(0, 0, words);
   const { cityStart, cityRows } = store.c;
   let any = false;
-  for (const name of cities) {
-    for (const id of store.cityIds.get(normalizeCity(name)) ?? []) {
-      // Postings are ascending, so the prefix ends at the first row past it.
-      for (let j = cityStart[id]; j < cityStart[id + 1] && cityRows[j] < end; j++) {
-        setBit(bits, cityRows[j]);
-        any = true;
-      }
+  // Items that differ in case or form name one city (and a city's two names one id): each id is marked once.
+  const ids = new Set<number>();
+  for (const name of cities) for (const id of store.cityIds.get(normalizeCity(name)) ?? []) ids.add(id);
+  for (const id of ids) {
+    // Postings are ascending, so the prefix ends at the first row past it.
+    for (let j = cityStart[id]; j < cityStart[id + 1] && cityRows[j] < end; j++) {
+      setBit(bits, cityRows[j]);
+      any = true;
     }
   }
   return any;
