@@ -145,6 +145,7 @@ async function closings(port: number, tlsPort: number): Promise<Record<string, n
 
 /** Each connection closed at 10 s (within the sweep's half second and some slack), or, those named in `sooner`, earlier. */
 function assertAtTen(times: Record<string, number>, when: string, sooner: string[] = []): void {
+  console.log(`  ${when}: closed after ${Object.entries(times).map(([name, s]) => `${name} ${s.toFixed(2)} s`).join(', ')}`);
   for (const [name, s] of Object.entries(times)) assert.ok((s >= 9.5 || sooner.includes(name)) && s <= 11.5, `${when}: the ${name} connection closed after ${s.toFixed(2)} s, not 10 s`);
 }
 
