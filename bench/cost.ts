@@ -9,7 +9,19 @@
  * the answers wrk counted. Each server runs alone on core 0 (one serving
  * thread), wrk on core 1; the runs alternate (service, bare server) and the
  * medians of 3 are reported with every run, beside req/s and p99.
- * Run: npm run bench -- cost [--quick] [--records N] [--engines uws,node] [--only small,mix] [--cli PATH]
+ *
+ * By default one unlimited key asks the mixes again and again: nearly every
+ * answer is a repeated one (docs/design.md, A repeated answer). `--crowd`
+ * measures what real clients send, each request different from the one
+ * before (docs/operations.md, Where it runs):
+ * - `keys`: CROWD_KEYS keys with the default limits (2 per 5 s), each
+ *   request the next key, each key within its limits (every answer a 200,
+ *   with its RateLimit fields);
+ * - `busters`: one unlimited key, each request with a cache-buster `_=N`.
+ * The bare servers then look an answer up without the key and the
+ * cache-buster (contenders/answer-key.ts), and answer with the same header
+ * lines, RateLimit fields included.
+ * Run: npm run bench -- cost [--quick] [--records N] [--engines uws,node] [--only small,mix] [--cli PATH] [--crowd keys|busters]
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,7 +30,7 @@ import { fileURLToPath } from 'node:url';
 import type { ChildProcess } from 'node:child_process';
 import { freePorts } from '../support/ports.js';
 import { cpuSeconds } from '../support/process-stats.js';
-import { BENCH_KEY, CLI, benchFiles, captureBodies, median, recordsOption, round2, startPinned, startServer, stop, waitFor, writeResult, wrk, type WrkResult } from './harness.js';
+import { BENCH_KEY, CLI, benchFiles, captureBodies, crowdKeyName, median, recordsOption, round2, startPinned, startServer, stop, waitFor, writeCrowdKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
 import { REAL_MIX, SMALL_MIX } from './mix.js';
 
 const quick = process.argv.includes('--quick');
@@ -32,24 +44,43 @@ const arg = (name: string): string | null => {
 const ENGINES = (arg('--engines') ?? 'uws,node').split(',') as Array<'uws' | 'node'>;
 const PARTS = (arg('--only') ?? 'small,mix').split(',');
 const SERVER_CLI = arg('--cli') ?? CLI;
+const CROWD = arg('--crowd') as 'keys' | 'busters' | null;
+if (CROWD !== null && CROWD !== 'keys' && CROWD !== 'busters') throw new Error('--crowd keys|busters');
+/**
+ * Keys of the crowd: each is asked at most once in every 5 s as long as
+ * the server answers fewer than CROWD_KEYS / 5 requests a second.
+ */
+const CROWD_KEYS = 400_000;
+/** The crowd key the next run starts from: a run goes on from where the one before stopped. */
+let crowdNext = 0;
 const MIXES: Record<string, readonly string[]> = { small: SMALL_MIX, mix: REAL_MIX };
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const CEILINGS = { uws: here('./contenders/ceiling.js'), node: here('./contenders/node-ceiling.js') };
 /** Every header line the service sends but those its engine writes itself: the bare servers send the same. */
-const EVERY_HEADER = ['content-type', 'cache-control', 'vary', 'etag', 'snapshot-generated-at', 'list-cursor', 'content-disposition', 'content-encoding', 'x-content-type-options'];
+const EVERY_HEADER = ['content-type', 'cache-control', 'vary', 'etag', 'snapshot-generated-at', 'list-cursor', 'content-disposition', 'content-encoding', 'x-content-type-options', 'ratelimit-policy', 'ratelimit'];
 
 interface Run {
   rps: number;
   p99_ms: number;
   cpu_us_per_answer: number;
+  /** Answers that were not a 200, and other errors wrk counted: none, or the run does not measure what it says. */
+  errors: number;
+}
+
+/** wrk's options for a crowd: the next keys, or a cache-buster each. */
+function crowdOptions(): WrkOptions {
+  if (CROWD === 'keys') return { crowdKeys: CROWD_KEYS, crowdFrom: crowdNext };
+  return CROWD === 'busters' ? { buster: true } : {};
 }
 
 /** One wrk run against `server`, with the CPU it took. */
 function measured(server: ChildProcess, port: number, paths: readonly string[], work: string): Run {
   const before = cpuSeconds(server.pid!);
-  const r: WrkResult = wrk(port, paths, SECONDS, work);
+  const r: WrkResult = wrk(port, paths, SECONDS, work, crowdOptions());
   const cpu = cpuSeconds(server.pid!) - before;
-  return { rps: round2(r.rps), p99_ms: r.p99_ms, cpu_us_per_answer: round2((cpu * 1e6) / r.requests) };
+  crowdNext = (crowdNext + r.requests) % CROWD_KEYS;
+  if (r.errors > 0) console.error(`  ${r.errors} errors or answers that were not a 200 in a run`);
+  return { rps: round2(r.rps), p99_ms: r.p99_ms, cpu_us_per_answer: round2((cpu * 1e6) / r.requests), errors: r.errors };
 }
 
 const summary = (runs: Run[]) => ({
@@ -60,7 +91,10 @@ const summary = (runs: Run[]) => ({
 });
 
 async function part(engine: 'uws' | 'node', name: string, snapshot: string, keys: string, work: string): Promise<Record<string, unknown>> {
-  const paths = MIXES[name].map((q) => `/api?key=${BENCH_KEY}&${q}`);
+  const paths = MIXES[name].map((q) => `/api?key=${CROWD === 'keys' ? 'KEYHERE' : BENCH_KEY}&${q}`);
+  // Captured with keys of their own, the crowd going on after them.
+  const concrete = paths.map((p, i) => p.replace('KEYHERE', crowdKeyName(i)));
+  crowdNext = paths.length;
   const [port, barePort] = await freePorts(2);
   const server = startServer(snapshot, keys, port, SERVER_CLI, ['--engine', engine]);
   let bare: ChildProcess | null = null;
@@ -68,13 +102,13 @@ async function part(engine: 'uws' | 'node', name: string, snapshot: string, keys
   const ceiling: Run[] = [];
   try {
     await waitFor(`http://127.0.0.1:${port}/health`, 180_000, (s) => s === 200);
-    wrk(port, paths, 2, work); // warm-up
     const dir = join(work, `bodies-${engine}-${name}`);
     mkdirSync(dir, { recursive: true });
-    const { index } = await captureBodies(port, paths, dir, {}, false, EVERY_HEADER);
-    bare = startPinned(process.execPath, [CEILINGS[engine], index, String(barePort)]);
-    await waitFor(`http://127.0.0.1:${barePort}${paths[0]}`, 60_000, (s) => s === 200);
-    wrk(barePort, paths, 2, work); // warm-up
+    const { index } = await captureBodies(port, concrete, dir, {}, false, EVERY_HEADER);
+    wrk(port, paths, 2, work, crowdOptions()); // warm-up
+    bare = startPinned(process.execPath, [CEILINGS[engine], index, String(barePort)], undefined, CROWD ? { CEILING_CROWD: '1' } : {});
+    await waitFor(`http://127.0.0.1:${barePort}${concrete[0]}`, 60_000, (s) => s === 200);
+    wrk(barePort, paths, 2, work, crowdOptions()); // warm-up
     for (let r = 0; r < RUNS; r++) {
       service.push(measured(server, port, paths, work));
       ceiling.push(measured(bare, barePort, paths, work));
@@ -86,7 +120,7 @@ async function part(engine: 'uws' | 'node', name: string, snapshot: string, keys
   const s = summary(service);
   const c = summary(ceiling);
   const row = {
-    engine, part: name, service: s, bare: c,
+    engine, part: name, crowd: CROWD ?? 'repeated', service: s, bare: c,
     cpu_ratio: round2(s.cpu_us_per_answer / c.cpu_us_per_answer),
     cpu_ratio_per_run: service.map((x, i) => round2(x.cpu_us_per_answer / ceiling[i].cpu_us_per_answer)),
     rps_ratio: round2(s.rps / c.rps),
@@ -100,9 +134,10 @@ async function part(engine: 'uws' | 'node', name: string, snapshot: string, keys
 const work = mkdtempSync(join(tmpdir(), 'proxylist-bench-cost-'));
 try {
   const { snapshot, keys } = benchFiles(work, 'cost', RECORDS);
+  if (CROWD === 'keys') writeCrowdKeys(keys, CROWD_KEYS);
   const rows = [];
   for (const name of PARTS) for (const engine of ENGINES) rows.push(await part(engine, name, snapshot, keys, work));
-  writeResult(`cost${quick ? '-quick' : ''}-node${process.versions.node.split('.')[0]}`, { date: new Date().toISOString(), node: process.versions.node, records: RECORDS, runs: RUNS, seconds: SECONDS, rows });
+  writeResult(`cost${CROWD ? `-${CROWD}` : ''}${quick ? '-quick' : ''}-node${process.versions.node.split('.')[0]}`, { crowd: CROWD ?? 'repeated', date: new Date().toISOString(), node: process.versions.node, records: RECORDS, runs: RUNS, seconds: SECONDS, rows });
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

@@ -70,14 +70,24 @@ export function startServer(snapshot: string, keys: string, port: number, cli = 
   return startPinned(process.execPath, [cli, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn', ...extra]);
 }
 
+/** The key of number `i` of a crowd (bench/wrk/rotate.lua makes the same names). */
+export const crowdKeyName = (i: number): string => `crowd${String(i).padStart(7, '0')}`;
+
+/** A keys file of the bench's unlimited key and `crowd` keys with the default limits (2 per 5 s, 34,560 a day, 10 subnets). */
+export function writeCrowdKeys(file: string, crowd: number): void {
+  const keys: unknown[] = [{ key: BENCH_KEY, name: 'bench', limits: { per_window: null, daily: null, subnets: null } }];
+  for (let i = 0; i < crowd; i++) keys.push({ key: crowdKeyName(i) });
+  writeFileSync(file, JSON.stringify({ keys }), { mode: 0o600 });
+}
+
 export function writeBenchKeys(file: string): void {
   writeFileSync(file, JSON.stringify({ keys: [{ key: BENCH_KEY, name: 'bench', limits: { per_window: null, daily: null, subnets: null } }] }), { mode: 0o600 });
 }
 
 /** Starts a command pinned to the server core (or to `cores`, a taskset list). */
-export function startPinned(command: string, args: string[], cores = SERVER_CORE): ChildProcess {
+export function startPinned(command: string, args: string[], cores = SERVER_CORE, env: NodeJS.ProcessEnv = {}): ChildProcess {
   // Its warnings and errors (the servers run with --log-level warn) show beside the benchmark's own output.
-  return spawn('taskset', ['-c', cores, command, ...args], { stdio: ['ignore', 'inherit', 'inherit'] });
+  return spawn('taskset', ['-c', cores, command, ...args], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, ...env } });
 }
 
 export async function waitFor(url: string, ms = 60_000, ok = (status: number) => status < 500): Promise<void> {
@@ -144,6 +154,11 @@ export interface WrkOptions {
   tag?: string;
   /** HTTPS instead of plain HTTP. */
   https?: boolean;
+  /** A crowd of keys: each request the next of this many (crowdKeyName), from `crowdFrom`, where a path says KEYHERE. */
+  crowdKeys?: number;
+  crowdFrom?: number;
+  /** Each request ends with a cache-buster of its own, `&_=N`. */
+  buster?: boolean;
   /** wrk's threads, and the cores (a taskset list) it runs on: by default 1 thread on the load core. */
   threads?: number;
   cores?: string;
@@ -157,7 +172,11 @@ function wrkArgs(port: number, paths: readonly string[], duration: string, workD
   const headers = Object.entries(o.headers ?? {}).flatMap(([k, v]) => ['-H', `${k}: ${v}`]);
   return {
     args: ['-c', o.cores ?? LOAD_CORE, 'wrk', '-t', String(o.threads ?? 1), '-c', String(connections), '-d', duration, '--timeout', '30s', ...headers, '-s', WRK_LUA, `${o.https ? 'https' : 'http'}://127.0.0.1:${port}`],
-    env: { ...process.env, PATHS: file, ...pacing },
+    env: {
+      ...process.env, PATHS: file, ...pacing,
+      ...(o.crowdKeys ? { CROWD_KEYS: String(o.crowdKeys), CROWD_FROM: String(o.crowdFrom ?? 0) } : {}),
+      ...(o.buster ? { BUSTER: '1' } : {}),
+    },
   };
 }
 

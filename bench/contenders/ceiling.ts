@@ -8,10 +8,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { loadUws, type HttpResponse } from '../../src/http/uws/load.js';
+import { answerKey } from './answer-key.js';
 
 const [index, port] = process.argv.slice(2);
 const entries = JSON.parse(readFileSync(index, 'utf8')) as Array<{ path: string; headers: Array<[string, string]>; file: string }>;
-const answers = new Map(entries.map((e) => [e.path.slice(e.path.indexOf('?') + 1), { headers: e.headers, body: new Uint8Array(readFileSync(e.file)) }]));
+const answers = new Map(entries.map((e) => [answerKey(e.path.slice(e.path.indexOf('?') + 1)), { headers: e.headers, body: new Uint8Array(readFileSync(e.file)) }]));
 
 function send(res: HttpResponse, headers: Array<[string, string]>, body: Uint8Array): void {
   res.cork(() => {
@@ -33,7 +34,7 @@ function send(res: HttpResponse, headers: Array<[string, string]>, body: Uint8Ar
 loadUws()
   .App()
   .get('/api', (res, req) => {
-    const a = answers.get(req.getQuery() ?? '');
+    const a = answers.get(answerKey(req.getQuery() ?? ''));
     if (a) send(res, a.headers, a.body);
     else res.writeStatus('404 Not Found').end();
   })

@@ -10,11 +10,12 @@
  */
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { answerKey } from './answer-key.js';
 
 const [index, port, workArg] = process.argv.slice(2);
 const workNs = BigInt(Math.round(Number(workArg ?? 0) * 1000));
 const entries = JSON.parse(readFileSync(index, 'utf8')) as Array<{ path: string; headers: Array<[string, string]>; file: string }>;
-const answers = new Map(entries.map((e) => [e.path.slice(e.path.indexOf('?') + 1), { headers: e.headers.flat(), body: readFileSync(e.file) }]));
+const answers = new Map(entries.map((e) => [answerKey(e.path.slice(e.path.indexOf('?') + 1)), { headers: e.headers.flat(), body: readFileSync(e.file) }]));
 
 createServer((req, res) => {
   if (workNs > 0n) {
@@ -22,7 +23,7 @@ createServer((req, res) => {
     while (process.hrtime.bigint() < until);
   }
   const url = req.url!;
-  const a = url.startsWith('/api?') ? answers.get(url.slice(5)) : undefined;
+  const a = url.startsWith('/api?') ? answers.get(answerKey(url.slice(5))) : undefined;
   if (!a) {
     res.writeHead(404).end();
     return;

@@ -17,9 +17,18 @@ function setup(thread)
   thread:set("offset", offset)
   offset = offset + 7
 end
+-- With CROWD_KEYS=N set, the key of each request is the next of N keys
+-- (crowd0000000 on, from CROWD_FROM), put where a path says KEYHERE; with
+-- BUSTER set, each request ends with a cache-buster of its own (&_=N).
+local crowd = tonumber(os.getenv("CROWD_KEYS") or "")
+local crowdFrom = tonumber(os.getenv("CROWD_FROM") or "0")
+local buster = os.getenv("BUSTER")
 function request()
   counter = counter + 1
-  return wrk.format("GET", paths[((counter + offset) % #paths) + 1])
+  local path = paths[((counter + offset) % #paths) + 1]
+  if crowd then path = string.gsub(path, "KEYHERE", string.format("crowd%07d", (crowdFrom + counter) % crowd)) end
+  if buster then path = path .. "&_=" .. (1700000000 + counter) end
+  return wrk.format("GET", path)
 end
 function done(summary, latency, requests)
   local e = summary.errors
