@@ -72,7 +72,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const clock = o.clock ?? systemClock;
   const log = o.log ?? createLogger(o.logLevel);
   // The HTTP engine: uWebSockets.js where a native build loads; `--engine uws` where none does stops here.
-  const { engine, passedOver } = selectEngine(o.engine ?? 'auto', o.uwsSha256);
+  const { engine, passedOver, refused } = selectEngine(o.engine ?? 'auto', o.uwsSha256);
   // Threads share the port with SO_REUSEPORT, which the node engine has from Node 22.12 on: before, it serves from one.
   const threadsAsked = o.threads ?? defaultThreads();
   const threadCount = engine.sharesPorts ? threadsAsked : 1;
@@ -187,7 +187,6 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   }
   const native = engine.native ? `, ${engine.native.package} ${engine.native.version}, SHA-256 ${engine.native.sha256}` : '';
   log.info({ event: 'engine_selected', engine: engine.name, build: engine.build, native: engine.native, passed_over: passedOver }, `the ${engine.name} engine serves, with ${engine.build}${native}${passedOver.length ? ` (passed over: ${passedOver.join('; ')})` : ''}`);
-  const refused = passedOver.filter((p) => p.includes('is not one of --uws-sha256'));
   if (refused.length > 0) log.warn({ event: 'uws_refused', engine: engine.name, refused }, `uWebSockets.js refused by --uws-sha256, the ${engine.name} engine serves: ${refused.join('; ')}`);
   for (const limit of engine.limits()) log.warn({ event: 'engine_limit', engine: engine.name, build: engine.build }, limit);
   if (!engine.timesOut) {

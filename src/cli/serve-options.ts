@@ -102,7 +102,7 @@ function sha256List(raw: string | undefined): string[] | undefined {
   const items = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
   const bad = items.find((s) => !/^[0-9a-fA-F]{64}$/.test(s));
   if (items.length === 0 || bad !== undefined) throw new CodedError('E_USAGE', `--uws-sha256 takes SHA-256 digests of 64 hexadecimal digits, separated by commas, not ${JSON.stringify(bad ?? raw)}`);
-  return items.map((s) => s.toLowerCase());
+  return items;
 }
 
 /** The environment variable of an option. */

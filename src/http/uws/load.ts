@@ -55,6 +55,8 @@ let loaded: { uws: typeof UWS; build: UwsBuild } | null = null;
 let failedBuilds: string[] = [];
 /** The SHA-256 digests a build's `.node` file must have (--uws-sha256); empty: any. */
 let pinned: readonly string[] = [];
+/** The builds passed over for their file's digest, and why, as the last choice found them. */
+let refusedBuilds: string[] = [];
 
 /**
  * Only a `.node` file with one of these SHA-256 digests is loaded (hex, any
@@ -128,6 +130,7 @@ export function loadUws(): typeof UWS {
   process.env.UWS_HTTP_MAX_HEADERS_SIZE ??= MAX_HEADERS_BYTES;
   const require = createRequire(import.meta.url);
   const passedOver: string[] = [];
+  refusedBuilds = [];
   for (const build of BUILDS) {
     const binary = binaryOf(require, build.name);
     if (typeof binary === 'string') {
@@ -136,7 +139,9 @@ export function loadUws(): typeof UWS {
     }
     const sha256 = sha256Of(binary.file);
     if (pinned.length > 0 && !pinned.includes(sha256)) {
-      passedOver.push(`${build.label}: its file's SHA-256 ${sha256} is not one of --uws-sha256`);
+      const why = `${build.label}: its file's SHA-256 ${sha256} is not one of --uws-sha256`;
+      passedOver.push(why);
+      refusedBuilds.push(why);
       continue;
     }
     const pkg = packageOf(binary.dir);
@@ -166,6 +171,12 @@ export function loadUws(): typeof UWS {
 export function uwsBuild(): UwsBuild {
   loadUws();
   return loaded!.build;
+}
+
+/** The builds passed over, unloaded, because their file's digest is not one of those pinned. */
+export function uwsRefused(): readonly string[] {
+  uwsUnavailable();
+  return refusedBuilds;
 }
 
 /** Why no build loads (each build tried, and why it was passed over); null when one does. */
