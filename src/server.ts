@@ -110,6 +110,11 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     ? new RedisLimiter({ url: redisUrl, timeoutMs: o.limiterTimeoutMs ?? DEFAULT_LIMITER_TIMEOUT_MS, fallback: o.limiterFallback === 'memory' ? memory : null, clock, log })
     : null;
   const limiter: Limiter = redis ?? memory;
+  if (redis === null || o.limiterFallback === 'memory') {
+    // Room for every key of the file in the usage table, so that it never grows while the keys' first requests come.
+    memory.reserve(keys.table.size);
+    keys.onLoad((table) => memory.reserve(table.size));
+  }
   const state = o.state ? new StateFile(o.state, memory, clock, log) : null;
   state?.load();
   // Usage of keys from an earlier day whose windows have passed is dropped hourly.

@@ -15,7 +15,7 @@ import { Sender } from './http/sender.js';
 import { Waiters } from './http/waiters.js';
 import type { HeldBudget } from './http/held-budget.js';
 import { Answers } from './http/answer.js';
-import { Repeats } from './http/repeats.js';
+import { Repeats, type Repeat } from './http/repeats.js';
 import { Listener } from './http/listener.js';
 import { Selector } from './query/selection.js';
 import { Turns } from './http/turns.js';
@@ -101,13 +101,13 @@ export function startServing(p: ServingParts): Serving {
   const scratch = new QueryScratch();
   const bodies = new BodySources(cache, scratch, p.bodiesBytes, p.log, p.threads);
   const tagger = new Tagger(scratch);
-  const queries = new QueryMemo();
+  const queries = new QueryMemo<Repeat>();
   const selector = new Selector(tagger, scratch);
   const turns = new Turns();
   // Swapped-out snapshots' change sets go before the held requests are woken on the new one.
   p.feed.onSwap(() => selector.clear());
   const answers = new Answers(bodies, sender);
-  const repeats = new Repeats();
+  const repeats = new Repeats(queries);
   // A repeated answer holds for its snapshot only.
   p.feed.onSwap(() => repeats.clear());
   const waiters = new Waiters(p.clock, p.feed, queries, selector, answers, sender, p.log, p.held, p.heldSliceMs);

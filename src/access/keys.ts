@@ -15,13 +15,22 @@ export const DEFAULT_LIMITS: Limits = { perWindow: 2, windowS: 5, daily: 34560, 
 
 export interface KeyEntry {
   /** Hex SHA-256 of the key: its identity in memory, state and logs (first 8). */
-  id: string;
+  readonly id: string;
   /** What logs call the key: its name, or the first 8 hex of its hash. */
-  label: string;
-  name: string | null;
-  disabled: boolean;
-  expiresAtMs: number | null;
-  limits: Limits;
+  readonly label: string;
+  readonly name: string | null;
+  readonly disabled: boolean;
+  readonly expiresAtMs: number | null;
+  readonly limits: Limits;
+  /** The SHA-256 as 8 words, at `digestAt` of `digest`: how the limiter finds the key's usage without a string. */
+  readonly digest: Int32Array;
+  readonly digestAt: number;
+}
+
+/** The 8 words of a hex SHA-256, for an entry made outside a table. */
+export function digestWords(id: string): Int32Array {
+  const bytes = Buffer.from(id, 'hex');
+  return new Int32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + 32));
 }
 
 /** One-shot hashing: a third of the cost of createHash().update().digest() per request. */
@@ -117,6 +126,8 @@ export interface KeysData {
   count: number;
   /** 32 bytes a key, ascending. */
   ids: Uint8Array;
+  /** The first 4 bytes of each digest, big-endian: the binary search compares numbers, and bytes only where these are equal. */
+  prefixes: Uint32Array;
   /** Expiry in ms since the epoch, NaN for none. */
   expires: Float64Array;
   /** perWindow, windowS, daily, subnets of each key; NO_LIMIT for null. */
@@ -166,6 +177,7 @@ export function parseKeys(text: string): KeysData {
   const d: KeysData = {
     count: n,
     ids: shared(Uint8Array, n * 32),
+    prefixes: shared(Uint32Array, n),
     expires: shared(Float64Array, n),
     limits: shared(Float64Array, n * 4),
     flags: shared(Uint8Array, n),
@@ -182,6 +194,7 @@ export function parseKeys(text: string): KeysData {
     const raw = raws[i];
     d.positions[i] = p;
     ids.write(hex[i], p * 32, 'hex');
+    d.prefixes[p] = ids.readUInt32BE(p * 32);
     d.expires[p] = expiresAt[i];
     d.flags[p] = raw.disabled === true ? DISABLED : 0;
     const l = raw.limits ?? {};
@@ -194,22 +207,78 @@ export function parseKeys(text: string): KeysData {
   return d;
 }
 
-/** The keys in force: lookup is by the SHA-256 of the presented key, never by comparing keys. */
+/** Limits objects by their four numbers: keys with the same limits share one. */
+const limitsByValue = new Map<string, Limits>();
+function sharedLimits(perWindow: number | null, windowS: number | null, daily: number | null, subnets: number | null): Limits {
+  const k = `${perWindow},${windowS},${daily},${subnets}`;
+  let l = limitsByValue.get(k);
+  if (l === undefined) limitsByValue.set(k, (l = Object.freeze({ perWindow, windowS, daily, subnets })));
+  return l;
+}
+
+/**
+ * Entries made lately, kept for the next request of the same keys: a
+ * bounded number, whatever the number of keys (an entry is cheap to make
+ * again from the table's arrays).
+ */
+const MADE_ENTRIES = 4096;
+
+/** An entry of a table: what the table's arrays say at one position, its strings made only when read. */
+class TableEntry implements KeyEntry {
+  private idText: string | null = null;
+  private nameText: string | null | undefined = undefined;
+
+  constructor(
+    private readonly table: KeyTable,
+    readonly position: number,
+    readonly disabled: boolean,
+    readonly expiresAtMs: number | null,
+    readonly limits: Limits,
+    readonly digest: Int32Array,
+  ) {}
+
+  get digestAt(): number {
+    return this.position * 8;
+  }
+
+  get id(): string {
+    return (this.idText ??= this.table.hexAt(this.position));
+  }
+
+  get name(): string | null {
+    if (this.nameText === undefined) this.nameText = this.table.nameAt(this.position);
+    return this.nameText;
+  }
+
+  get label(): string {
+    return this.name ?? this.id.slice(0, 8);
+  }
+}
+
+/**
+ * The keys in force: lookup is by the SHA-256 of the presented key, never
+ * by comparing keys. What a key seen before costs is its string and its
+ * position (docs/operations.md, Memory): no object per key.
+ */
 export class KeyTable {
   /**
-   * Presented keys already hashed to an entry of this table. Only keys of
+   * Presented keys already hashed to a position of this table. Only keys of
    * the table get here, one string each, so it holds at most as many as the
    * table; a new table starts empty.
    */
-  private readonly known = new Map<string, KeyEntry>();
-  /** Entries made so far, by position: one object per key, made when first asked for. */
-  private readonly made = new Map<number, KeyEntry>();
+  private readonly known = new Map<string, number>();
+  /** Entries made lately, by position (MADE_ENTRIES). */
+  private readonly made = new Map<number, TableEntry>();
   private readonly ids: Buffer;
+  /** The digests as 32-bit words, 8 a key. */
+  private readonly words: Int32Array;
   private longest: number | null = null;
+  private lastLimits: Limits | null = null;
 
   /** `data`: what the keys thread made (access/keys-worker.ts), also handed to serving threads. */
   constructor(readonly data: KeysData) {
     this.ids = Buffer.from(data.ids.buffer, data.ids.byteOffset, data.ids.byteLength);
+    this.words = new Int32Array(data.ids.buffer, data.ids.byteOffset, data.count * 8);
   }
 
   static empty(): KeyTable {
@@ -252,47 +321,67 @@ export class KeyTable {
 
   /** The entry of a presented key if it is known, enabled and not expired at `nowMs`. */
   find(presented: string, nowMs: number): KeyEntry | null {
-    let entry = this.known.get(presented);
-    if (!entry) {
-      const p = this.positionOf(hash('sha256', presented, 'buffer') as unknown as Buffer);
+    let p = this.known.get(presented);
+    if (p === undefined) {
+      p = this.positionOf(hash('sha256', presented, 'buffer') as unknown as Buffer);
       if (p < 0) return null;
-      entry = this.entryAt(p);
-      this.known.set(presented, entry);
+      // A string of its own: the presented one may be a slice of the whole query string, which it would keep alive.
+      this.known.set(Buffer.from(presented).toString(), p);
     }
-    if (entry.disabled) return null;
-    if (entry.expiresAtMs !== null && nowMs >= entry.expiresAtMs) return null;
-    return entry;
+    const d = this.data;
+    if ((d.flags[p] & DISABLED) !== 0) return null;
+    const expires = d.expires[p];
+    if (nowMs >= expires) return null; // NaN (no expiry) compares false
+    return this.entryAt(p);
+  }
+
+  /** The hex SHA-256 at position `p`. */
+  hexAt(p: number): string {
+    return this.ids.toString('hex', p * 32, p * 32 + 32);
+  }
+
+  /** The name at position `p`, or null. */
+  nameAt(p: number): string | null {
+    const d = this.data;
+    return d.nameOffsets[p + 1] > d.nameOffsets[p] ? Buffer.from(d.names.buffer, d.names.byteOffset, d.names.byteLength).toString('utf8', d.nameOffsets[p], d.nameOffsets[p + 1]) : null;
   }
 
   private positionOf(digest: Buffer): number {
     if (digest.length !== 32) return -1;
+    const prefixes = this.data.prefixes;
+    const first = digest.readUInt32BE(0);
+    const words = this.words;
+    // The first position whose prefix is not below the digest's, then each with the same prefix.
     let lo = 0;
-    let hi = this.data.count - 1;
-    while (lo <= hi) {
+    let hi = this.data.count;
+    while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      const c = this.ids.compare(digest, 0, 32, mid * 32, mid * 32 + 32);
-      if (c === 0) return mid;
-      if (c < 0) lo = mid + 1;
-      else hi = mid - 1;
+      if (prefixes[mid] < first) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let p = lo; p < this.data.count && prefixes[p] === first; p++) {
+      let same = true;
+      for (let i = 1; i < 8 && same; i++) same = words[p * 8 + i] === digest.readInt32LE(i * 4);
+      if (same) return p;
     }
     return -1;
   }
 
-  private entryAt(p: number): KeyEntry {
+  /** The limits at position `p`: the object of the entry made before when they are the same (most keys have the same limits). */
+  private limitsAt(p: number): Limits {
+    const l = this.data.limits;
+    const n = (k: number): number | null => (l[p * 4 + k] === NO_LIMIT ? null : l[p * 4 + k]);
+    const last = this.lastLimits;
+    if (last !== null && last.perWindow === n(0) && last.windowS === n(1) && last.daily === n(2) && last.subnets === n(3)) return last;
+    return (this.lastLimits = sharedLimits(n(0), n(1), n(2), n(3)));
+  }
+
+  private entryAt(p: number): TableEntry {
     let e = this.made.get(p);
     if (e) return e;
     const d = this.data;
-    const id = this.ids.toString('hex', p * 32, p * 32 + 32);
-    const name = d.nameOffsets[p + 1] > d.nameOffsets[p] ? Buffer.from(d.names.buffer, d.names.byteOffset, d.names.byteLength).toString('utf8', d.nameOffsets[p], d.nameOffsets[p + 1]) : null;
-    const limit = (k: number): number | null => (d.limits[p * 4 + k] === NO_LIMIT ? null : d.limits[p * 4 + k]);
-    e = {
-      id,
-      label: name ?? id.slice(0, 8),
-      name,
-      disabled: (d.flags[p] & DISABLED) !== 0,
-      expiresAtMs: Number.isNaN(d.expires[p]) ? null : d.expires[p],
-      limits: { perWindow: limit(0), windowS: limit(1), daily: limit(2), subnets: limit(3) },
-    };
+    e = new TableEntry(this, p, (d.flags[p] & DISABLED) !== 0, Number.isNaN(d.expires[p]) ? null : d.expires[p], this.limitsAt(p), this.words);
+    if (this.made.size >= MADE_ENTRIES) this.made.delete(this.made.keys().next().value!);
     this.made.set(p, e);
     return e;
   }

@@ -1,6 +1,6 @@
 import { msUntilNextServiceMidnight, serviceDay } from '../core/service-time.js';
 import type { KeyEntry } from './keys.js';
-import { R_COUNT, R_DAY, R_NEXT, R_RING, R_SUBNETS, SharedUsage } from './shared-usage.js';
+import { R_COUNT, R_DAY, R_NEXT, R_RING, R_SUBNETS, SharedUsage, idWords } from './shared-usage.js';
 
 /** Why a usage limit refused a request; http/failures.ts says it to the client. */
 export type LimitReason =
@@ -64,8 +64,6 @@ const ceilS = (ms: number): number => Math.max(1, secondsToCover(ms));
 export const refusal = (reason: LimitReason, retryMs: number): Refusal => ({ ok: false, reason, retryAfterS: ceilS(retryMs) });
 export const UNAVAILABLE: Refusal = { ok: false, reason: { limit: 'unavailable' }, retryAfterS: 1 };
 
-const OK: Verdict = { ok: true };
-
 /**
  * Exact limits kept in memory, shared by every thread of the process
  * (access/shared-usage.ts). The frequency limit keeps the times of the
@@ -81,6 +79,11 @@ export class MemoryLimiter implements Limiter {
     this.table = new SharedUsage(shared);
   }
 
+  /** Room for `keys` keys in the table (SharedUsage.reserve). */
+  reserve(keys: number): void {
+    this.table.locked(() => this.table.reserve(keys));
+  }
+
   get trackedKeys(): number {
     return this.table.entries;
   }
@@ -90,10 +93,13 @@ export class MemoryLimiter implements Limiter {
     return this.table.changes;
   }
 
-  /** The record of `key`, with room for its limits, rolled over to today. Under the lock. */
-  private usageOf(key: KeyEntry, nowMs: number): number {
-    const { perWindow, subnets } = key.limits;
-    const r = this.table.record(key.id, { ring: perWindow ?? 0, subnets: subnets ?? 0 });
+  /**
+   * The record of `key`, rolled over to today, with room for its window and
+   * for `subnets` subnets: a record starts with room for one, and grows (it
+   * moves) for a key used from more (most keys are used from one). Under the lock.
+   */
+  private usageOf(key: KeyEntry, nowMs: number, subnets = Math.min(key.limits.subnets ?? 0, 1)): number {
+    const r = this.table.record(key.digest, key.digestAt, { ring: key.limits.perWindow ?? 0, subnets });
     const f = this.table.words;
     const today = serviceDay(nowMs);
     if (f[r + R_DAY] !== today) {
@@ -119,18 +125,31 @@ export class MemoryLimiter implements Limiter {
     f[r + R_NEXT] = 0;
   }
 
+  /** The verdict, with what the key has left after it (read in the same lock). */
   admit(key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict {
     // Every request comes here: the lock is taken without a closure.
     this.table.lock();
     try {
-      return this.admitLocked(key, subnet, nowMs, monoMs);
+      let r = this.usageOf(key, nowMs);
+      const limit = key.limits.subnets;
+      if (limit !== null) {
+        // Room for one more subnet, if it is a new one within the limit.
+        const f = this.table.words;
+        const seen = this.table.subnetsAt(r);
+        const count = f[r + R_SUBNETS];
+        let known = false;
+        for (let i = 0; i < count && !known; i++) known = f[seen + i] === subnet;
+        if (!known && count < limit && count >= this.table.subnetRoom(r)) r = this.usageOf(key, nowMs, Math.min(limit, count * 2));
+      }
+      const verdict = this.admitLocked(r, key, subnet, nowMs, monoMs);
+      if (key.limits.perWindow !== null || key.limits.daily !== null) verdict.allowance = this.allowanceLocked(r, key, nowMs, monoMs);
+      return verdict;
     } finally {
       this.table.unlock();
     }
   }
 
-  private admitLocked(key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict {
-    const r = this.usageOf(key, nowMs);
+  private admitLocked(r: number, key: KeyEntry, subnet: number, nowMs: number, monoMs: number): Verdict {
     const f = this.table.words;
     const { perWindow, windowS, daily, subnets } = key.limits;
     const seen = this.table.subnetsAt(r);
@@ -153,7 +172,7 @@ export class MemoryLimiter implements Limiter {
     }
     if (newSubnet) f[seen + f[r + R_SUBNETS]++] = subnet;
     this.table.changed();
-    return OK;
+    return { ok: true };
   }
 
   /** The counts of every thread; subnets are kept only for keys with a subnet limit. */
@@ -163,7 +182,7 @@ export class MemoryLimiter implements Limiter {
       const f = this.table.words;
       const out = new Map<string, UsageToday>();
       for (const key of keys) {
-        const r = this.table.find(key.id);
+        const r = this.table.find(key.digest, key.digestAt);
         const current = r !== 0 && f[r + R_DAY] === today;
         out.set(key.id, { today: current ? f[r + R_COUNT] : 0, subnets: key.limits.subnets === null ? null : current ? f[r + R_SUBNETS] : 0 });
       }
@@ -172,28 +191,30 @@ export class MemoryLimiter implements Limiter {
   }
 
   allowance(key: KeyEntry, nowMs: number, monoMs: number): Allowance {
-    return this.table.locked(() => {
-      const r = this.usageOf(key, nowMs);
-      const f = this.table.words;
-      const { perWindow, windowS, daily } = key.limits;
-      let window: Allowance['window'] = null;
-      if (perWindow !== null) {
-        this.fit(r, perWindow);
-        const windowMs = (windowS ?? 0) * 1000;
-        let used = 0;
-        let newest = -Infinity;
-        const ring = this.table.ringAt(r);
-        for (let i = 0; i < perWindow; i++) {
-          const t = f[ring + i];
-          if (monoMs - t < windowMs) used++;
-          if (t > newest) newest = t;
-        }
-        window = { limit: perWindow, windowS: windowS ?? 0, remaining: perWindow - used, resetS: used === 0 ? 0 : secondsToCover(newest + windowMs - monoMs) };
+    return this.table.locked(() => this.allowanceLocked(this.usageOf(key, nowMs), key, nowMs, monoMs));
+  }
+
+  /** What the key of record `r` has left. Under the lock. */
+  private allowanceLocked(r: number, key: KeyEntry, nowMs: number, monoMs: number): Allowance {
+    const f = this.table.words;
+    const { perWindow, windowS, daily } = key.limits;
+    let window: Allowance['window'] = null;
+    if (perWindow !== null) {
+      this.fit(r, perWindow);
+      const windowMs = (windowS ?? 0) * 1000;
+      let used = 0;
+      let newest = -Infinity;
+      const ring = this.table.ringAt(r);
+      for (let i = 0; i < perWindow; i++) {
+        const t = f[ring + i];
+        if (monoMs - t < windowMs) used++;
+        if (t > newest) newest = t;
       }
-      const resetS = secondsToCover(msUntilNextServiceMidnight(nowMs));
-      const count = f[r + R_COUNT];
-      return { window, daily: { limit: daily ?? Infinity, remaining: daily === null ? Infinity : Math.max(0, daily - count), resetS } };
-    });
+      window = { limit: perWindow, windowS: windowS ?? 0, remaining: perWindow - used, resetS: used === 0 ? 0 : secondsToCover(newest + windowMs - monoMs) };
+    }
+    const resetS = secondsToCover(msUntilNextServiceMidnight(nowMs));
+    const count = f[r + R_COUNT];
+    return { window, daily: { limit: daily ?? Infinity, remaining: daily === null ? Infinity : Math.max(0, daily - count), resetS } };
   }
 
   exportDay(nowMs: number): DailyState {
@@ -215,7 +236,7 @@ export class MemoryLimiter implements Limiter {
     if (state.day !== day) return false;
     this.table.locked(() => {
       for (const [id, saved] of Object.entries(state.keys)) {
-        const r = this.table.record(id, { ring: 0, subnets: saved.subnets.length });
+        const r = this.table.record(idWords(id), 0, { ring: 0, subnets: saved.subnets.length });
         const f = this.table.words;
         f[r + R_DAY] = day;
         f[r + R_COUNT] = saved.count;

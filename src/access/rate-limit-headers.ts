@@ -1,4 +1,4 @@
-import type { KeyEntry } from './keys.js';
+import type { KeyEntry, Limits } from './keys.js';
 import type { Allowance } from './limiter.js';
 
 /**
@@ -9,15 +9,24 @@ import type { Allowance } from './limiter.js';
  * r is what is left; t the seconds until all of it is back (the window) or
  * until the count resets at 00:00 UTC+02:00 (the day).
  */
-const policies = new WeakMap<KeyEntry, string>();
+export const RATE_POLICY_NAME = 'RateLimit-Policy';
+export const RATE_NAME = 'RateLimit';
 
-function policyOf(key: KeyEntry): string {
-  let p = policies.get(key);
+/** The two fields' values for one answer: the policy is the key's limits', made once per set of limits. */
+export interface RateFields {
+  readonly policy: string;
+  readonly value: string;
+}
+
+const policies = new WeakMap<Limits, string>();
+
+function policyOf(limits: Limits): string {
+  let p = policies.get(limits);
   if (p === undefined) {
     const items: string[] = [];
-    if (key.limits.perWindow !== null && key.limits.windowS !== null) items.push(`"window";q=${key.limits.perWindow};w=${key.limits.windowS}`);
-    if (key.limits.daily !== null) items.push(`"day";q=${key.limits.daily};w=86400`);
-    policies.set(key, (p = items.join(', ')));
+    if (limits.perWindow !== null && limits.windowS !== null) items.push(`"window";q=${limits.perWindow};w=${limits.windowS}`);
+    if (limits.daily !== null) items.push(`"day";q=${limits.daily};w=86400`);
+    policies.set(limits, (p = items.join(', ')));
   }
   return p;
 }
@@ -25,11 +34,12 @@ function policyOf(key: KeyEntry): string {
 /** Whether answers for `key` carry RateLimit fields: it has a frequency or a daily limit. */
 export const hasRateFields = (key: KeyEntry): boolean => (key.limits.perWindow !== null && key.limits.windowS !== null) || key.limits.daily !== null;
 
-export function rateLimitHeaders(key: KeyEntry, a: Allowance): Array<[string, string]> {
-  const policy = policyOf(key);
-  if (policy === '') return [];
-  const items: string[] = [];
-  if (a.window && key.limits.windowS !== null) items.push(`"window";r=${a.window.remaining};t=${a.window.resetS}`);
-  if (key.limits.daily !== null) items.push(`"day";r=${a.daily.remaining};t=${a.daily.resetS}`);
-  return [['RateLimit-Policy', policy], ['RateLimit', items.join(', ')]];
+/** The fields for `key` with `a` left, or null for a key without limits. */
+export function rateFields(key: KeyEntry, a: Allowance): RateFields | null {
+  const limits = key.limits;
+  const policy = policyOf(limits);
+  if (policy === '') return null;
+  const window = a.window !== null && limits.windowS !== null ? `"window";r=${a.window.remaining};t=${a.window.resetS}` : '';
+  const value = limits.daily === null ? window : `${window === '' ? '' : window + ', '}"day";r=${a.daily.remaining};t=${a.daily.resetS}`;
+  return { policy, value };
 }

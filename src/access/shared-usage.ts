@@ -44,6 +44,8 @@ const R_FIELDS = 7;
 
 const INITIAL_BYTES = 64 * 1024;
 const INITIAL_CAPACITY = 1024;
+/** The most entries a table of some capacity holds: open addressing with a probe to the next slot stays short below it. */
+const MAX_LOAD = 0.75;
 /**
  * The most the table may take: reserved as address space, taken from the
  * system only as it grows. Two million keys (the keys file's limit) with
@@ -56,18 +58,11 @@ export interface RecordRoom {
   subnets: number;
 }
 
-/** A key's id (hex SHA-256) as 8 words, worked out once per entry. */
-const wordsOf = new Map<string, Int32Array>();
-function idWords(id: string): Int32Array {
-  let w = wordsOf.get(id);
-  if (!w) {
-    const bytes = Buffer.from(id, 'hex');
-    w = new Int32Array(8);
-    for (let i = 0; i < 8; i++) w[i] = bytes.readInt32LE(i * 4);
-    // Bounded as the keys file is: a key table's entries are made once each.
-    if (wordsOf.size > 4_000_000) wordsOf.clear();
-    wordsOf.set(id, w);
-  }
+/** A key's id (hex SHA-256) as 8 words, for ids read from a saved state. */
+export function idWords(id: string): Int32Array {
+  const bytes = Buffer.from(id, 'hex');
+  const w = new Int32Array(8);
+  for (let i = 0; i < 8; i++) w[i] = bytes.readInt32LE(i * 4);
   return w;
 }
 
@@ -93,7 +88,7 @@ export class SharedUsage {
     // Views that follow the buffer as any thread grows it.
     this.i32 = this.f64 = null!;
     this.refreshViews();
-    if (!buffer) this.layOut(INITIAL_CAPACITY, []);
+    if (!buffer) this.layOut(INITIAL_CAPACITY, new Int32Array(0), new Float64Array(0));
   }
 
   /** Keys with a record. */
@@ -126,32 +121,42 @@ export class SharedUsage {
     return this.f64;
   }
 
-  /** Where the record of key `id` is, or 0. Under the lock. */
-  find(id: string): number {
-    const w = idWords(id);
-    const at = this.slotOf(w);
+  /** Where the record of the key whose id is the 8 words at `wa` of `w` is, or 0. Under the lock. */
+  find(w: Int32Array, wa: number): number {
+    const at = this.slotOf(w, wa);
     return this.i32[at + ENTRY_RECORD];
   }
 
   /**
-   * Where the record of key `id` is, with room for at least `room`: made
-   * (zeroed, day -1) or moved as needed. Under the lock.
+   * Room in the table for `keys` keys without growing it while requests
+   * come (a growth lays the whole table out again under the lock): made
+   * when a keys file is loaded. Under the lock.
    */
-  record(id: string, room: RecordRoom): number {
-    const w = idWords(id);
-    let at = this.slotOf(w);
+  reserve(keys: number): void {
+    let capacity = this.i32[TABLE_CAP];
+    while (keys > capacity * MAX_LOAD) capacity *= 2;
+    if (capacity !== this.i32[TABLE_CAP]) this.rebuild(capacity, null);
+  }
+
+  /**
+   * Where the record of the key whose id is the 8 words at `wa` of `w` is,
+   * with room for at least `room`: made (zeroed, day -1) or moved as
+   * needed. Under the lock.
+   */
+  record(w: Int32Array, wa: number, room: RecordRoom): number {
+    let at = this.slotOf(w, wa);
     let r = this.i32[at + ENTRY_RECORD];
     if (r !== 0 && this.f64[r + R_RING_CAP] >= room.ring && this.f64[r + R_SUBNET_CAP] >= room.subnets) return r;
-    if (r === 0 && (this.i32[ENTRIES] + 1) * 2 > this.i32[TABLE_CAP]) {
+    if (r === 0 && this.i32[ENTRIES] + 1 > this.i32[TABLE_CAP] * MAX_LOAD) {
       this.rebuild(this.i32[TABLE_CAP] * 2, null);
-      at = this.slotOf(w);
+      at = this.slotOf(w, wa);
     }
     const old = r;
     const ring = Math.max(room.ring, old ? this.f64[old + R_RING_CAP] : 0);
     const subnets = Math.max(room.subnets, old ? this.f64[old + R_SUBNET_CAP] : 0);
     r = this.allocate(R_FIELDS + subnets + ring);
     // The allocation may have rebuilt the table: the entry and the old record are looked up again.
-    at = this.slotOf(w);
+    at = this.slotOf(w, wa);
     const from = this.i32[at + ENTRY_RECORD];
     const f = this.f64;
     f.fill(0, r, r + R_FIELDS + subnets + ring);
@@ -164,7 +169,7 @@ export class SharedUsage {
       f.copyWithin(this.ringAt(r), this.ringAt(from), this.ringAt(from) + f[from + R_RING]);
       this.i32[WASTED] += this.sizeOf(from);
     } else {
-      for (let i = 0; i < 8; i++) this.i32[at + i] = w[i];
+      for (let i = 0; i < 8; i++) this.i32[at + i] = w[wa + i];
       this.i32[ENTRIES]++;
     }
     this.i32[at + ENTRY_RECORD] = r;
@@ -174,6 +179,11 @@ export class SharedUsage {
   /** Where a record's ring of times begins. */
   ringAt(r: number): number {
     return r + R_FIELDS + this.f64[r + R_SUBNET_CAP];
+  }
+
+  /** How many subnets a record has room for. */
+  subnetRoom(r: number): number {
+    return this.f64[r + R_SUBNET_CAP];
   }
 
   /** Where a record's subnets begin. */
@@ -208,16 +218,17 @@ export class SharedUsage {
     return R_FIELDS + this.f64[r + R_SUBNET_CAP] + this.f64[r + R_RING_CAP];
   }
 
-  /** The table slot of a key: its own, or the empty one where it would go. */
-  private slotOf(w: Int32Array): number {
+  /** The table slot of a key (its id the 8 words at `wa` of `w`): its own, or the empty one where it would go. */
+  private slotOf(w: Int32Array, wa: number): number {
     const i32 = this.i32;
     const mask = i32[TABLE_CAP] - 1;
     const start = i32[TABLE_AT];
+    const w0 = w[wa];
     // The id is a hash already: its first word spreads the keys.
-    for (let i = w[0] & mask; ; i = (i + 1) & mask) {
+    for (let i = w0 & mask; ; i = (i + 1) & mask) {
       const at = start + i * ENTRY_WORDS;
       if (i32[at + ENTRY_RECORD] === 0) return at;
-      if (i32[at] === w[0] && i32[at + 1] === w[1] && i32[at + 2] === w[2] && i32[at + 3] === w[3] && i32[at + 4] === w[4] && i32[at + 5] === w[5] && i32[at + 6] === w[6] && i32[at + 7] === w[7]) return at;
+      if (i32[at] === w0 && i32[at + 1] === w[wa + 1] && i32[at + 2] === w[wa + 2] && i32[at + 3] === w[wa + 3] && i32[at + 4] === w[wa + 4] && i32[at + 5] === w[wa + 5] && i32[at + 6] === w[wa + 6] && i32[at + 7] === w[wa + 7]) return at;
     }
   }
 
@@ -241,38 +252,58 @@ export class SharedUsage {
     this.refreshViews();
   }
 
-  /** Lays the table out again in place, `capacity` entries, records packed after it, those `drop` says of left out. */
+  /**
+   * Lays the table out again in place, `capacity` entries, records packed
+   * after it, those `drop` says of left out: the kept ids and records are
+   * copied to two arrays first (one allocation each, whatever the number of keys).
+   */
   private rebuild(capacity: number, drop: ((r: number) => boolean) | null): void {
-    const kept: Array<{ w: Int32Array; rec: Float64Array }> = [];
+    let keys = 0;
+    let words = 0;
     for (const at of this.filled()) {
       const r = this.i32[at + ENTRY_RECORD];
-      if (!drop?.(r)) kept.push({ w: this.i32.slice(at, at + 8), rec: this.f64.slice(r, r + this.sizeOf(r)) });
+      if (drop?.(r)) continue;
+      keys++;
+      words += this.sizeOf(r);
     }
-    this.layOut(capacity, kept);
+    const ids = new Int32Array(keys * 8);
+    const records = new Float64Array(words);
+    let k = 0;
+    let w = 0;
+    for (const at of this.filled()) {
+      const r = this.i32[at + ENTRY_RECORD];
+      if (drop?.(r)) continue;
+      ids.set(this.i32.subarray(at, at + 8), k * 8);
+      records.set(this.f64.subarray(r, r + this.sizeOf(r)), w);
+      k++;
+      w += this.sizeOf(r);
+    }
+    this.layOut(capacity, ids, records);
   }
 
-  private layOut(capacity: number, kept: Array<{ w: Int32Array; rec: Float64Array }>): void {
+  private layOut(capacity: number, ids: Int32Array, records: Float64Array): void {
     const tableAt = HEADER_WORDS;
     const arenaAt = Math.ceil((tableAt + capacity * ENTRY_WORDS) / 2);
-    const recordWords = kept.reduce((n, k) => n + k.rec.length, 0);
-    this.ensureBytes((arenaAt + recordWords) * 8);
+    const used = this.buffer.byteLength / 4;
+    this.ensureBytes((arenaAt + records.length) * 8);
     const i32 = this.i32;
-    i32.fill(0, tableAt, tableAt + capacity * ENTRY_WORDS);
+    // Memory the buffer grew by is zero already, and its pages are taken from the system only when first written.
+    i32.fill(0, tableAt, Math.min(tableAt + capacity * ENTRY_WORDS, used));
     i32[TABLE_AT] = tableAt;
     i32[TABLE_CAP] = capacity;
     i32[ENTRIES] = 0;
     i32[ARENA_AT] = arenaAt;
     i32[ARENA_TOP] = arenaAt;
     i32[WASTED] = 0;
-    for (const k of kept) {
-      const r = i32[ARENA_TOP];
-      this.f64.set(k.rec, r);
-      i32[ARENA_TOP] = r + k.rec.length;
-      const at = this.slotOf(k.w);
-      i32.set(k.w, at);
+    this.f64.set(records, arenaAt);
+    for (let k = 0, r = arenaAt; k < ids.length / 8; k++) {
+      const at = this.slotOf(ids, k * 8);
+      i32.set(ids.subarray(k * 8, k * 8 + 8), at);
       i32[at + ENTRY_RECORD] = r;
       i32[ENTRIES]++;
+      r += this.sizeOf(r);
     }
+    i32[ARENA_TOP] = arenaAt + records.length;
   }
 
   /** Takes the lock (a word that sleeps when taken: 0 free, 1 held, 2 held with others waiting); `locked` is the safe way. */

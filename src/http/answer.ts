@@ -32,8 +32,6 @@ const FIXED = Object.fromEntries(
 export interface Validators {
   etag: string;
   store: Store;
-  /** The RateLimit fields of the key, if it has limits. */
-  rate: Headers;
   /** The cursor of a whole list or a change set (docs/api.md, Keeping a list), and whether a change set is a reset. */
   cursor: string | null;
   reset: boolean;
@@ -44,7 +42,7 @@ function answerHeaders(plan: Plan, encoding: Encoding | null, v: Validators): He
   const headers: Array<readonly [string, string]> = [...FIXED[plan.get][encoding ?? 'identity'], ['ETag', v.etag], ['Snapshot-Generated-At', String(v.store.meta.generatedAt)]];
   if (v.cursor !== null) headers.push(['List-Cursor', v.cursor]);
   if (v.reset) headers.push(['List-Reset', '1']);
-  return v.rate.length > 0 ? [...headers, ...v.rate] : headers;
+  return headers;
 }
 
 /**
@@ -69,8 +67,8 @@ export class Answers {
    * once, or once its length is known. `sent` is told the head of an
    * answer given at once, with its source.
    */
-  ok(ex: Exchange, s: Selection, encoding: Encoding | null, rate: Headers, source = this.source(s, encoding), sent?: (h: Head, source: Source) => void): void {
-    const v = validators(s, rate);
+  ok(ex: Exchange, s: Selection, encoding: Encoding | null, source = this.source(s, encoding), sent?: (h: Head, source: Source) => void): void {
+    const v = validators(s);
     const send = (): Head => {
       const h = this.head(this.okHeads, OK, s.plan, source.encoding, v);
       this.sender.body(ex, h, source.open());
@@ -98,10 +96,10 @@ export class Answers {
   /**
    * The head of an answer to `plan`: the one `memo` remembers for the plan
    * when made from the same validators, else a new one, then remembered.
-   * Heads with RateLimit fields are the key's and the moment's: never kept.
+   * A head is the answer's, whoever asks: the RateLimit fields of the key
+   * that asked follow it (Exchange.rate).
    */
   private head(memo: WeakMap<Plan, RememberedHead>, status: string, plan: Plan, encoding: Encoding | null, v: Validators): Head {
-    if (v.rate.length > 0) return head(status, answerHeaders(plan, encoding, v));
     const generation = v.store.source.generation;
     const r = memo.get(plan);
     if (r !== undefined && r.generation === generation && r.encoding === encoding && r.etag === v.etag && r.cursor === v.cursor && r.reset === v.reset) return r.head;
@@ -126,5 +124,5 @@ interface RememberedHead {
 }
 
 /** What a selection's answers say besides the body. */
-export const validators = (s: Selection, rate: Headers, etag = s.etag): Validators => ({ etag, store: s.store, rate, cursor: s.cursor, reset: s.reset });
+export const validators = (s: Selection, etag = s.etag): Validators => ({ etag, store: s.store, cursor: s.cursor, reset: s.reset });
 

@@ -114,7 +114,7 @@ export function createAppMaker(deps: AppDeps): (tls: TlsPair | null) => App {
     return {
       answered(ex) {
         count(ex.status, ex.startedMs);
-        if (deps.accessLog) log.info({ event: 'access', method: ex.method, path: ex.path, status: Number(ex.status.slice(0, 3)), bytes: ex.bytes, us: Math.round((performance.now() - ex.startedMs) * 1000), key: ex.keyLabel });
+        if (deps.accessLog) log.info({ event: 'access', method: ex.method, path: ex.path, status: Number(ex.status.slice(0, 3)), bytes: ex.bytes, us: Math.round((performance.now() - ex.startedMs) * 1000), key: ex.key?.label ?? null });
       },
     };
   };

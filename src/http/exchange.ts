@@ -1,3 +1,4 @@
+import type { RateFields } from '../access/rate-limit-headers.js';
 import type { Head } from './head.js';
 
 /** What is done with each answer of a route: counted, and logged with --access-log. */
@@ -23,8 +24,14 @@ export abstract class Exchange {
   status = '';
   /** The body length announced. */
   bytes = 0;
-  /** The name the access log gives the key, once known. */
-  keyLabel: string | null = null;
+  /** The key that asked, once known: the access log names it (its label is made only then). */
+  key: { readonly label: string } | null = null;
+  /**
+   * The RateLimit fields of the key that asked, once the limiter decided:
+   * every head written for this request ends with them. Heads themselves are
+   * the answer's and shared by whoever asks (docs/design.md, Who asks is not what is asked).
+   */
+  rate: RateFields | null = null;
   /** Method and path, read only for the access log. */
   method = '';
   path = '';
@@ -107,7 +114,7 @@ export abstract class Exchange {
   protected abstract watchAbort(aborted: () => void): void;
   /** Runs `write` with the socket corked. */
   abstract cork(write: () => void): void;
-  /** The status and headers of `h` (and HSTS over HTTPS), before any other write. */
+  /** The status and headers of `h` (and HSTS over HTTPS), then the RateLimit fields of `rate`, before any other write. */
   abstract writeHead(h: Head): void;
   /**
    * Offers `chunk`, the body's next bytes, for a body of `total` bytes. The

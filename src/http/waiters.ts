@@ -12,7 +12,6 @@ import type { Answers } from './answer.js';
 import type { Exchange } from './exchange.js';
 import { HTTP_FAILURES } from './failures.js';
 import type { HeldBudget } from './held-budget.js';
-import type { Headers } from './head.js';
 import type { Sender } from './sender.js';
 
 /** How often held requests are looked at: deadlines, and the second turning (rows leave the window on whole seconds). */
@@ -24,14 +23,13 @@ const TICK_MS = 100;
  */
 export const PASS_SLICE_MS = 4;
 
-type MemoEntry = ReturnType<QueryMemo['read']>;
+type MemoEntry = ReturnType<QueryMemo<unknown>['read']>;
 
 /** A request held until its answer changes or its wait runs out. */
 interface Held {
   ex: Exchange;
   group: Group;
   encoding: Encoding | null;
-  rate: Headers;
   /** The ETag it matched, which its 304 carries. */
   etag: string;
   /** performance.now() at which it is answered 304. */
@@ -106,18 +104,18 @@ export class Waiters {
    * selection changes, for `plan.wait` seconds at most. False when the
    * process holds --max-held requests already: `ex` is to be answered now.
    */
-  hold(ex: Exchange, memo: MemoEntry, selection: Selection, encoding: Encoding | null, rate: Headers): boolean {
+  hold(ex: Exchange, memo: MemoEntry, selection: Selection, encoding: Encoding | null): boolean {
     if (!this.admit()) return false;
     const { plan, store } = selection;
     const tag = this.selector.tagger.selectionTag(store, plan, selection.end, Math.floor(selection.nowMs / 1000));
-    this.join(ex, `${tag}|${planKey(plan)}`, false, memo, selection, tag, encoding, rate);
+    this.join(ex, `${tag}|${planKey(plan)}`, false, memo, selection, tag, encoding);
     return true;
   }
 
   /** Holds `ex`, whose change set is empty, until it is not, for `plan.wait` seconds at most; false as for `hold`. */
-  holdChanges(ex: Exchange, memo: MemoEntry, selection: Selection, encoding: Encoding | null, rate: Headers): boolean {
+  holdChanges(ex: Exchange, memo: MemoEntry, selection: Selection, encoding: Encoding | null): boolean {
     if (!this.admit()) return false;
-    this.join(ex, `changes|${planKey(selection.plan)}`, true, memo, selection, '', encoding, rate);
+    this.join(ex, `changes|${planKey(selection.plan)}`, true, memo, selection, '', encoding);
     return true;
   }
 
@@ -128,11 +126,11 @@ export class Waiters {
     return false;
   }
 
-  private join(ex: Exchange, key: string, changes: boolean, memo: MemoEntry, selection: Selection, tag: string, encoding: Encoding | null, rate: Headers): void {
+  private join(ex: Exchange, key: string, changes: boolean, memo: MemoEntry, selection: Selection, tag: string, encoding: Encoding | null): void {
     const { plan, store, etag } = selection;
     let group = this.groups.get(key);
     if (!group) this.groups.set(key, (group = { key, changes, end: selection.end, memo, plan, store, tag, members: new Set() }));
-    const held: Held = { ex, group, encoding, rate, etag, deadlineMs: performance.now() + plan.wait! * 1000, done: false };
+    const held: Held = { ex, group, encoding, etag, deadlineMs: performance.now() + plan.wait! * 1000, done: false };
     group.members.add(held);
     this.byWait[plan.wait!].push(held);
     this.count++;
@@ -222,7 +220,7 @@ export class Waiters {
       const parsed = this.queries.plan(group.memo, store.meta.services);
       if (!parsed.ok) {
         // The new snapshot no longer has a service the query names.
-        for (const held of this.take(group)) this.sender.error(held.ex, HTTP_FAILURES.badParameter(parsed.message), held.rate);
+        for (const held of this.take(group)) this.sender.error(held.ex, HTTP_FAILURES.badParameter(parsed.message));
         return;
       }
       const plan = parsed.plan;
@@ -256,7 +254,7 @@ export class Waiters {
       const coding = held.encoding ?? 'identity';
       let source = selection.plan.sort === 'random' ? undefined : shared.get(coding);
       if (!source) shared.set(coding, (source = this.answers.source(selection, held.encoding, true)));
-      this.answers.ok(held.ex, selection, held.encoding, held.rate, source);
+      this.answers.ok(held.ex, selection, held.encoding, source);
     }
   }
 
@@ -273,8 +271,8 @@ export class Waiters {
     this.release(held);
     if (held.ex.aborted) return;
     const store = this.feed.current;
-    if (group.changes && store) return this.answers.ok(held.ex, this.selector.select(store, group.plan, this.clock.nowMs()), held.encoding, held.rate);
-    this.answers.notModified(held.ex, group.plan, { etag: held.etag, store: group.store, rate: held.rate, cursor: null, reset: false });
+    if (group.changes && store) return this.answers.ok(held.ex, this.selector.select(store, group.plan, this.clock.nowMs()), held.encoding);
+    this.answers.notModified(held.ex, group.plan, { etag: held.etag, store: group.store, cursor: null, reset: false });
   }
 
   /** No longer held: answered, or its client went away. */

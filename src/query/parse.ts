@@ -8,6 +8,15 @@ export const DEFAULT_TIME_S = 600;
 const GETS: readonly Get[] = ['txt', 'json', 'txt.file', 'json.file', 'stats'];
 const SORTS: readonly Sort[] = ['time', 'ping', 'works', 'random'];
 const OUTPUT_ONLY = ['timecheck', 'ip_out'];
+/**
+ * Every parameter name a plan reads (docs/api.md, Parameters); the service
+ * ignores any other, and `key` is read before the plan (query-split.ts).
+ */
+export const PLAN_PARAMETERS: ReadonlySet<string> = new Set([
+  ...OUTPUT_ONLY,
+  ...['type', 'anon', 'port', 'ping', 'time', 'works', 'country', 'cm', 'country_mode', 'city', 'service', 'ipv', 'wait', 'get', 'since'],
+  ...['sort', 'offset', 'count', 'lang', 'type_prefix', 'fields', 'split_ip', 'pretty', 'wrap', 'format', 'ip'],
+]);
 
 /** A value echoed into an error: control characters dropped, at most 64 characters. */
 export function echo(value: string): string {

@@ -2,7 +2,7 @@ import { Worker } from 'node:worker_threads';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { MemoryLimiter } from '../../src/access/limiter.js';
-import { sha256Hex, type KeyEntry, type Limits } from '../../src/access/keys.js';
+import { sha256Hex, type KeyEntry, type Limits, digestWords } from '../../src/access/keys.js';
 import { prng } from '../../src/snapshot/generate.js';
 import { NaiveLimiter } from '../reference/naive-limiter.js';
 
@@ -12,7 +12,7 @@ import { NaiveLimiter } from '../reference/naive-limiter.js';
  * verdicts, allowances, usage and saved days on random sequences; and exact
  * limits when threads admit at once.
  */
-const entry = (name: string, limits: Limits): KeyEntry => ({ id: sha256Hex(name), label: name, name, disabled: false, expiresAtMs: null, limits });
+const entry = (name: string, limits: Limits): KeyEntry => ({ id: sha256Hex(name), label: name, name, disabled: false, expiresAtMs: null, limits, digest: digestWords(sha256Hex(name)), digestAt: 0 });
 const DAY_MS = 86_400_000;
 const START_MS = Date.parse('2026-11-28T12:00:00Z');
 
@@ -41,7 +41,11 @@ for (const [seed, keyCount] of [[1, 5], [2, 40], [3, 3000]] as const) {
       const key = keys.get(name)!;
       if (what < 0.8) {
         const subnet = Math.floor(r() * 7);
-        assert.equal(shared.admit(key, subnet, nowMs, monoMs), naive.admit(key, subnet, nowMs, monoMs), `step ${step}: admit ${name} ${JSON.stringify(key.limits)}`);
+        // The verdict, and what it says the key has left: what the reference says after it.
+        const { allowance, ...verdict } = shared.admit(key, subnet, nowMs, monoMs);
+        assert.equal(verdict, naive.admit(key, subnet, nowMs, monoMs), `step ${step}: admit ${name} ${JSON.stringify(key.limits)}`);
+        const limited = key.limits.perWindow !== null || key.limits.daily !== null;
+        assert.equal(allowance, limited ? naive.allowance(key, nowMs, monoMs) : undefined, `step ${step}: the allowance of ${name}'s verdict`);
       } else if (what < 0.9) {
         assert.equal(shared.allowance(key, nowMs, monoMs), naive.allowance(key, nowMs, monoMs), `step ${step}: allowance of ${name}`);
       } else if (what < 0.995) {

@@ -10,9 +10,10 @@ import { TEST_KEY, TEST_NOW_S, UNLIMITED, eventually, startTestServer, type Test
 
 /**
  * A repeated answer (docs/design.md, A repeated answer): a request identical
- * to one answered in this second, on this snapshot, for the same key and
- * coding, gets the bytes the first answer made, after the key's check and
- * the limiter. Whatever could change the answer sends it down the whole
+ * to one answered in this second, on this snapshot, in the same coding,
+ * whichever key asked and whatever parameters the service ignores it
+ * carried, gets the bytes the first answer made, after the key's check and
+ * the limiter, with its own RateLimit fields. Whatever could change the answer sends it down the whole
  * path again, and the answer is then the reference's. One thread: what one
  * thread remembers is what is counted.
  */
@@ -95,9 +96,9 @@ test('a new second, a new snapshot, another coding, another key entry: the whole
   await eventually(async () => (await ask()).status === 401, 10_000, 'the key revoked');
 });
 
-test('a limited key, wait, since and sort=random are never repeated; every repeat is counted by the limiter', async ({ t }) => {
+test('wait, since and sort=random are never repeated; every repeat is counted by the limiter', async ({ t }) => {
   const before = await repeated(t);
-  for (const q of [`key=${LIMITED}&count=5`, `key=${TEST_KEY}&count=5&sort=random`]) for (let i = 0; i < 3; i++) await (await t.get(`/api?${q}`)).arrayBuffer();
+  for (let i = 0; i < 3; i++) await (await t.get(`/api?key=${TEST_KEY}&count=5&sort=random`)).arrayBuffer();
   const whole = await t.get(`/api?key=${TEST_KEY}&type=http`);
   const cursor = whole.headers.get('list-cursor')!;
   await whole.arrayBuffer();
@@ -108,6 +109,33 @@ test('a limited key, wait, since and sort=random are never repeated; every repea
   for (let i = 0; i < 5; i++) await (await t.api('count=7')).arrayBuffer();
   assert.is(await repeated(t), before + 4);
   assert.is(await usage(), counted + 5, 'each repeat counted');
+});
+
+test('the answer is the query\'s, whoever asks: other keys and cache-busters repeat it, each with its own RateLimit fields', async ({ t }) => {
+  const c = await RawConnection.open(t.server.port);
+  try {
+    const ask = (key: string, buster: string) => c.request(`/api?_=${buster}&key=${key}&type=http&count=12&nocache=${buster}`, 'GET', 5000, '');
+    const a = await ask(LIMITED, '1');
+    const before = await repeated(t);
+    const b = await ask(TEST_KEY, '2');
+    const d = await ask(LIMITED, '3');
+    assert.is(await repeated(t), before + 2, 'the unlimited key and the limited one again, with new cache-busters: both repeated');
+    const withoutRate = (r: RawResponse) => JSON.stringify([r.status, r.lines.slice(1).filter((l) => !/^(date|ratelimit(-policy)?):/i.test(l)), r.body.toString('latin1')]);
+    assert.is(withoutRate(b), withoutRate(a));
+    assert.is(withoutRate(d), withoutRate(a));
+    assert.is(a.headers.get('ratelimit-policy'), '"window";q=100;w=5, "day";q=1000;w=86400');
+    assert.match(a.headers.get('ratelimit')!, /^"window";r=99;t=5, "day";r=999;t=\d+$/);
+    assert.match(d.headers.get('ratelimit')!, /^"window";r=98;t=5, "day";r=998;t=\d+$/, 'the key\'s own count');
+    assert.is(b.headers.get('ratelimit'), undefined, 'a key without limits: no fields');
+    assert.is(a.body.toString(), new NaiveEngine({ proxies: records }).answer('type=http&count=12', t.clock.nowMs()).body);
+    // A refusal is the key's: the limited key past its window gets its 429, never the remembered bytes.
+    for (let i = 0; i < 98; i++) await ask(LIMITED, String(10 + i));
+    const refused = await ask(LIMITED, 'x');
+    assert.is(refused.status, 429);
+    assert.match(refused.headers.get('ratelimit')!, /^"window";r=0;t=\d, "day";r=900;t=\d+$/);
+  } finally {
+    c.close();
+  }
 });
 
 test.run();

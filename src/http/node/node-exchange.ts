@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { RATE_NAME, RATE_POLICY_NAME } from '../../access/rate-limit-headers.js';
 import { Exchange, type RouteAccount } from '../exchange.js';
 import type { Head } from '../head.js';
 import type { NodeConnection } from './node-connection.js';
@@ -14,28 +15,30 @@ const EMPTY = 2;
 type Ending = typeof BODY | typeof HEAD_ONLY | typeof EMPTY;
 
 /**
- * A head's lines as Node's writeHead takes them, with places for the Date
- * and the length: made once per head, ending and connection, and filled
- * in for each answer. writeHead reads the array before it returns, so one
- * array serves every answer of the head.
+ * A head's lines as Node's writeHead takes them, with places for the
+ * RateLimit fields, the Date and the length: made once per head, ending,
+ * connection and whether the fields are there, and filled in for each
+ * answer. writeHead reads the array before it returns, so one array serves
+ * every answer of the head.
  */
 interface Lines {
   readonly lines: string[];
+  readonly rateAt: number;
   readonly dateAt: number;
   readonly lengthAt: number;
 }
 const linesOf = new WeakMap<Head, Lines[]>();
 
-function lines(h: Head, secure: boolean, close: boolean, ending: Ending): Lines {
+function lines(h: Head, secure: boolean, close: boolean, rated: boolean, ending: Ending): Lines {
   let all = linesOf.get(h);
   if (all === undefined) linesOf.set(h, (all = []));
-  const i = ending * 4 + (secure ? 2 : 0) + (close ? 1 : 0);
+  const i = ending * 8 + (rated ? 4 : 0) + (secure ? 2 : 0) + (close ? 1 : 0);
   let l = all[i];
   if (l === undefined) {
     const own = [...h.lines, ...(secure ? HSTS : []), ...(close ? CLOSE : [])];
-    const tail = ending === BODY ? ['Date', '', 'Content-Length', ''] : ending === HEAD_ONLY ? ['Content-Length', '', 'Date', ''] : ['Date', ''];
+    const tail = [...(rated ? [RATE_POLICY_NAME, '', RATE_NAME, ''] : []), ...(ending === BODY ? ['Date', '', 'Content-Length', ''] : ending === HEAD_ONLY ? ['Content-Length', '', 'Date', ''] : ['Date', ''])];
     const at = (name: string): number => (tail.includes(name) ? own.length + tail.indexOf(name) + 1 : -1);
-    all[i] = l = { lines: [...own, ...tail], dateAt: at('Date'), lengthAt: at('Content-Length') };
+    all[i] = l = { lines: [...own, ...tail], rateAt: at(RATE_POLICY_NAME), dateAt: at('Date'), lengthAt: at('Content-Length') };
   }
   return l;
 }
@@ -129,7 +132,12 @@ export class NodeExchange extends Exchange {
    */
   private begin(ending: Ending, total: number, close = this.conn.state.draining || this.conn.socket.readableEnded): void {
     const h = this.h!;
-    const l = lines(h, this.secure, close, ending);
+    const rate = this.rate;
+    const l = lines(h, this.secure, close, rate !== null, ending);
+    if (rate !== null) {
+      l.lines[l.rateAt] = rate.policy;
+      l.lines[l.rateAt + 2] = rate.value;
+    }
     l.lines[l.dateAt] = httpDate();
     if (l.lengthAt >= 0) l.lines[l.lengthAt] = String(total);
     this.res.writeHead(h.code, h.reason, l.lines);

@@ -1,3 +1,4 @@
+import { RATE_NAME, RATE_POLICY_NAME } from '../../access/rate-limit-headers.js';
 import { Exchange, type RouteAccount } from '../exchange.js';
 import type { Head } from '../head.js';
 import type { HttpResponse } from './load.js';
@@ -5,6 +6,8 @@ import type { HttpResponse } from './load.js';
 /** On every HTTPS answer (docs/operations.md, HTTPS): browsers come back over HTTPS only, for a year. */
 const HSTS_NAME = Buffer.from('Strict-Transport-Security');
 const HSTS_VALUE = Buffer.from('max-age=31536000');
+const RATE_POLICY = Buffer.from(RATE_POLICY_NAME);
+const RATE = Buffer.from(RATE_NAME);
 
 /**
  * The most one `tryEnd` gives uWebSockets.js over TLS: one record. OpenSSL
@@ -53,6 +56,11 @@ export class UwsExchange extends Exchange {
       // uWebSockets.js has no way to close after a body written with tryEnd: the client closes, as told.
       this.res.writeHeader('Connection', 'close');
       this.closeSaid = true;
+    }
+    const rate = this.rate;
+    if (rate !== null) {
+      this.res.writeHeader(RATE_POLICY, rate.policy);
+      this.res.writeHeader(RATE, rate.value);
     }
   }
 

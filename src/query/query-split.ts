@@ -1,0 +1,64 @@
+import { PLAN_PARAMETERS } from './parse.js';
+
+/**
+ * A query string split into who asks and what is asked (docs/design.md,
+ * Who asks is not what is asked): the `key` it presents, and the rest
+ * without the parameters the service ignores, such as a cache-buster
+ * `_=1700000000`. Requests that differ only in those find one plan,
+ * selection and answer.
+ */
+export interface Split {
+  /** The query's pieces that a plan may read, in their order, joined by `&`. */
+  readonly what: string;
+  /** The presented key when exactly one non-empty `key` is given, else null. */
+  readonly key: string | null;
+  /** How many non-empty `key` values the query gives. */
+  readonly keys: number;
+}
+
+/** What a piece must not hold to be read as it is: an escape, a space written as `+`, or a byte that was not UTF-8 (query-string.ts). */
+function plain(query: string, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) {
+    const c = query.charCodeAt(i);
+    if (c === 0x25 || c === 0x2b || c === 0xfffd) return false;
+  }
+  return true;
+}
+
+/**
+ * The split of `query`, or null where it is not plain enough to split
+ * without decoding (a name with an escape, which may spell `key` or a
+ * parameter; a key with one): then the whole query string is read as
+ * before. What it drops could never change an answer or an error: a piece
+ * dropped is neither `key` nor a parameter of the plan, and decodes as it
+ * is, so it is not the malformed one that docs/api.md, Errors names.
+ */
+export function splitQuery(query: string): Split | null {
+  let what = '';
+  let key: string | null = null;
+  let keys = 0;
+  let start = 0;
+  const n = query.length;
+  while (start <= n) {
+    let end = query.indexOf('&', start);
+    if (end < 0) end = n;
+    if (end > start) {
+      let eq = query.indexOf('=', start);
+      if (eq < 0 || eq > end) eq = end;
+      if (!plain(query, start, eq)) return null;
+      const name = query.slice(start, eq);
+      if (name === 'key') {
+        if (eq + 1 < end) {
+          if (!plain(query, eq + 1, end)) return null;
+          keys++;
+          key = query.slice(eq + 1, end);
+        }
+      } else if (PLAN_PARAMETERS.has(name) || !plain(query, eq + 1, end)) {
+        // An ignored parameter whose value would not decode is kept: it may be the malformed one an error names.
+        what = what === '' ? query.slice(start, end) : what + '&' + query.slice(start, end);
+      }
+    }
+    start = end + 1;
+  }
+  return { what, key: keys === 1 ? key : null, keys };
+}
