@@ -22,7 +22,7 @@ function forwardedFor(req: Request): string {
  * for (never the proxy's own). Null when the peer's address cannot be read.
  */
 export function clientOf(ex: Exchange, req: Request, trustProxy: AddressSet): Address | null {
-  const peer = parseAddress(ex.peer());
+  const peer = ex.peerAddress();
   if (peer === null || !trustProxy.has(peer)) return peer;
   return clientAddress(peer, forwardedFor(req), trustProxy);
 }

@@ -1,3 +1,4 @@
+import { parseAddress, type Address } from '../access/address.js';
 import type { RateFields } from '../access/rate-limit-headers.js';
 import type { Head } from './head.js';
 
@@ -146,6 +147,10 @@ export abstract class Exchange {
   abstract close(): void;
   /** The TCP peer's address as text. */
   abstract peer(): string;
+  /** The TCP peer's address as numbers, or null when it cannot be read. */
+  peerAddress(): Address | null {
+    return parseAddress(this.peer());
+  }
   /** No byte the body lent is still held by the engine: the body may give back what it holds. */
   abstract holdsNothing(): boolean;
 }

@@ -22,6 +22,23 @@ const rejects = (doc: unknown, message: string | RegExp) => {
 
 const file = suite('keys file');
 
+file('a key is found by its digest among digests that share their first bytes, and by the string it was presented as', () => {
+  const prefix = sha256Hex('target').slice(0, 8);
+  const twins = Array.from({ length: 6 }, (_, i) => prefix + sha256Hex(`twin-${i}`).slice(8));
+  const t = parse({ keys: [{ key: 'target', name: 'target' }, ...twins.map((sha256, i) => ({ sha256, name: `twin-${i}` })), ...Array.from({ length: 500 }, (_, i) => ({ key: `other-${i}` }))] });
+  const now = Date.parse('2026-11-22T00:00:00Z');
+  twins.forEach((id, i) => assert.is(t.get(id)?.name, `twin-${i}`));
+  assert.is(t.get(prefix + '0'.repeat(56)), undefined, 'the same first bytes, another digest');
+  // Presented inside a query string, as clients do; found again by the same text later.
+  const query = 'type=http&key=target&count=5';
+  assert.is(t.find(query.slice(14, 20), now)?.label, 'target');
+  assert.is(t.find('target', now)?.id, sha256Hex('target'));
+  for (let i = 0; i < 500; i++) assert.is(t.find(`other-${i}`, now)?.id, sha256Hex(`other-${i}`), `other-${i}`);
+  assert.is(t.find('nobody', now), null);
+  // Entries are made from the table when asked for: the same limits are one object.
+  assert.ok(t.find('other-1', now)!.limits === t.find('other-2', now)!.limits);
+});
+
 file('plain and sha256 entries, defaults, null limits, disabled and expiry', () => {
   const t = parse({
     keys: [

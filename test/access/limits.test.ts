@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ManualClock } from '../helpers/manual-clock.js';
@@ -92,6 +93,33 @@ test('subnets: requests from 11 distinct /16 source addresses; the 11th gets 403
   for (let n = 1; n <= 10; n++) assert.is((await getFrom(`127.${n}.200.7`, url)).status, 200, `known subnet ${n}, other host`);
   clock.advance(30_000);
   assert.is((await getFrom('127.11.0.1', url)).status, 200, 'a new day');
+});
+
+/** Whether this machine has IPv6 on loopback (some containers have none). */
+const ipv6Loopback = (): Promise<boolean> =>
+  new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(0, '::1', () => probe.close(() => resolve(true)));
+  });
+
+test('subnets on a dual-stack listener: an IPv4 peer counts as its /16, an IPv6 peer as its /32', async () => {
+  if (!(await ipv6Loopback())) {
+    console.log('  (no IPv6 on loopback here: the dual-stack case is not run)');
+    return;
+  }
+  const clock = new ManualClock(TEST_NOW_S * 1000, 1_000_000);
+  const t = await startTestServer({ snapshot, keys, clock, options: { host: '::' } });
+  try {
+    const url = (host: string) => `http://${host}:${t.server.port}/api?key=one-subnet&count=1`;
+    assert.is((await getFrom('127.20.0.1', url('127.0.0.1'))).status, 200, 'the first subnet');
+    assert.is((await getFrom('127.20.9.9', url('127.0.0.1'))).status, 200, 'the same /16');
+    const v6 = await getFrom('::1', url('[::1]'));
+    assert.is(v6.status, 403);
+    assert.match(v6.body, /^Error: Subnet limit exceeded: .* 0:0::\/32/);
+  } finally {
+    await t.close();
+  }
 });
 
 test('null limits mean unlimited, and such keys get no RateLimit fields', async ({ t }) => {

@@ -1,4 +1,6 @@
+import type { Address } from '../../access/address.js';
 import { RATE_NAME, RATE_POLICY_NAME } from '../../access/rate-limit-headers.js';
+import { mappedIPv4 } from '../../core/ipv6.js';
 import { Exchange, type RouteAccount } from '../exchange.js';
 import type { Head } from '../head.js';
 import type { HttpResponse } from './load.js';
@@ -100,6 +102,17 @@ export class UwsExchange extends Exchange {
 
   peer(): string {
     return Buffer.from(this.res.getRemoteAddressAsText()).toString('latin1');
+  }
+
+  /** Read in binary, not as text: every request of a key with a subnet limit reads it. */
+  override peerAddress(): Address | null {
+    const b = new Uint8Array(this.res.getRemoteAddress());
+    if (b.length === 4) return { v4: ((b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3]) >>> 0 };
+    if (b.length !== 16) return null;
+    const groups: number[] = [];
+    for (let i = 0; i < 16; i += 2) groups.push((b[i] << 8) | b[i + 1]);
+    const mapped = mappedIPv4(groups);
+    return mapped >= 0 ? { v4: mapped } : { v6: groups };
   }
 
   holdsNothing(): boolean {
