@@ -130,6 +130,10 @@ export interface KeysData {
   prefixes: Uint32Array;
   /** Expiry in ms since the epoch, NaN for none. */
   expires: Float64Array;
+  /** Until when each key may be used, in ms: its expiry, Infinity for none, -Infinity when disabled (one read per request). */
+  usableUntil: Float64Array;
+  /** Every key has the limits of position 0 (the common case: the limits are not read per request). */
+  sameLimits: boolean;
   /** perWindow, windowS, daily, subnets of each key; NO_LIMIT for null. */
   limits: Float64Array;
   flags: Uint8Array;
@@ -179,6 +183,8 @@ export function parseKeys(text: string): KeysData {
     ids: shared(Uint8Array, n * 32),
     prefixes: shared(Uint32Array, n),
     expires: shared(Float64Array, n),
+    usableUntil: shared(Float64Array, n),
+    sameLimits: true,
     limits: shared(Float64Array, n * 4),
     flags: shared(Uint8Array, n),
     nameOffsets: shared(Uint32Array, n + 1),
@@ -197,9 +203,13 @@ export function parseKeys(text: string): KeysData {
     d.prefixes[p] = ids.readUInt32BE(p * 32);
     d.expires[p] = expiresAt[i];
     d.flags[p] = raw.disabled === true ? DISABLED : 0;
+    d.usableUntil[p] = raw.disabled === true ? -Infinity : Number.isNaN(expiresAt[i]) ? Infinity : expiresAt[i];
     const l = raw.limits ?? {};
     const set = [orDefault(l.per_window, DEFAULT_LIMITS.perWindow), orDefault(l.window_s, DEFAULT_LIMITS.windowS), orDefault(l.daily, DEFAULT_LIMITS.daily), orDefault(l.subnets, DEFAULT_LIMITS.subnets)];
-    for (let k = 0; k < 4; k++) d.limits[p * 4 + k] = set[k] ?? NO_LIMIT;
+    for (let k = 0; k < 4; k++) {
+      d.limits[p * 4 + k] = set[k] ?? NO_LIMIT;
+      if (d.limits[p * 4 + k] !== d.limits[k]) d.sameLimits = false;
+    }
     d.nameOffsets[p] = offset;
     if (raw.name !== undefined) offset += names.write(raw.name, offset, 'utf8');
   }
@@ -216,13 +226,6 @@ function sharedLimits(perWindow: number | null, windowS: number | null, daily: n
   return l;
 }
 
-/**
- * Entries made lately, kept for the next request of the same keys: a
- * bounded number, whatever the number of keys (an entry is cheap to make
- * again from the table's arrays).
- */
-const MADE_ENTRIES = 4096;
-
 /** An entry of a table: what the table's arrays say at one position, its strings made only when read. */
 class TableEntry implements KeyEntry {
   private idText: string | null = null;
@@ -231,11 +234,18 @@ class TableEntry implements KeyEntry {
   constructor(
     private readonly table: KeyTable,
     readonly position: number,
-    readonly disabled: boolean,
-    readonly expiresAtMs: number | null,
     readonly limits: Limits,
     readonly digest: Int32Array,
   ) {}
+
+  get disabled(): boolean {
+    return (this.table.data.flags[this.position] & DISABLED) !== 0;
+  }
+
+  get expiresAtMs(): number | null {
+    const at = this.table.data.expires[this.position];
+    return Number.isNaN(at) ? null : at;
+  }
 
   get digestAt(): number {
     return this.position * 8;
@@ -267,8 +277,6 @@ export class KeyTable {
    * table; a new table starts empty.
    */
   private readonly known = new Map<string, number>();
-  /** Entries made lately, by position (MADE_ENTRIES). */
-  private readonly made = new Map<number, TableEntry>();
   private readonly ids: Buffer;
   /** The digests as 32-bit words, 8 a key. */
   private readonly words: Int32Array;
@@ -328,10 +336,7 @@ export class KeyTable {
       // A string of its own: the presented one may be a slice of the whole query string, which it would keep alive.
       this.known.set(Buffer.from(presented).toString(), p);
     }
-    const d = this.data;
-    if ((d.flags[p] & DISABLED) !== 0) return null;
-    const expires = d.expires[p];
-    if (nowMs >= expires) return null; // NaN (no expiry) compares false
+    if (nowMs >= this.data.usableUntil[p]) return null;
     return this.entryAt(p);
   }
 
@@ -368,7 +373,9 @@ export class KeyTable {
   }
 
   /** The limits at position `p`: the object of the entry made before when they are the same (most keys have the same limits). */
-  private limitsAt(p: number): Limits {
+  private limitsAt(position: number): Limits {
+    if (this.lastLimits !== null && this.data.sameLimits) return this.lastLimits;
+    const p = position;
     const l = this.data.limits;
     const n = (k: number): number | null => (l[p * 4 + k] === NO_LIMIT ? null : l[p * 4 + k]);
     const last = this.lastLimits;
@@ -376,13 +383,8 @@ export class KeyTable {
     return (this.lastLimits = sharedLimits(n(0), n(1), n(2), n(3)));
   }
 
+  /** A new entry each time: it is small and dies young, where a cache of entries would hold memory per key. */
   private entryAt(p: number): TableEntry {
-    let e = this.made.get(p);
-    if (e) return e;
-    const d = this.data;
-    e = new TableEntry(this, p, (d.flags[p] & DISABLED) !== 0, Number.isNaN(d.expires[p]) ? null : d.expires[p], this.limitsAt(p), this.words);
-    if (this.made.size >= MADE_ENTRIES) this.made.delete(this.made.keys().next().value!);
-    this.made.set(p, e);
-    return e;
+    return new TableEntry(this, p, this.limitsAt(p), this.words);
   }
 }
