@@ -6,8 +6,11 @@
 import { readFileSync, statSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { CodedError, messageOf } from '../core/errors.js';
+import { yieldToEventLoop } from '../core/thread-priority.js';
 import { KEYS_FILE_MAX_BYTES, parseKeys } from './keys.js';
 
+// Reading a million keys takes seconds of a core that the serving threads may share.
+yieldToEventLoop();
 parentPort!.once('message', ({ path }: { path: string }) => {
   try {
     const size = statSync(path).size;

@@ -3,27 +3,12 @@
  * sends the built columns back (in shared memory), then collects its garbage, so
  * the decoded file and the build's working space are gone between loads.
  */
-import { readlinkSync } from 'node:fs';
-import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { allowFullCollections, fullCollection } from '../core/full-collection.js';
 import { CodedError, messageOf } from '../core/errors.js';
+import { yieldToEventLoop } from '../core/thread-priority.js';
 import { loadSnapshotFile } from './decode.js';
 import type { BuildRequest } from './build-thread.js';
-
-/**
- * The event loop comes first: on Linux this thread lowers its own scheduling
- * priority (nice +5, by its thread id), so when both compete for a core,
- * requests get most of it and a build still moves on. Elsewhere it runs as is.
- */
-function yieldToEventLoop(): void {
-  try {
-    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-    if (tid > 0) setPriority(tid, 5);
-  } catch {
-    // Not Linux, or not allowed: build at normal priority.
-  }
-}
 
 // The buffers nothing holds go back to the system after each build.
 allowFullCollections();

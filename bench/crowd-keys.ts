@@ -1,0 +1,97 @@
+/**
+ * A keys file of 1,000,000 keys with the default limits, in a running
+ * server of each engine (docs/operations.md, Memory):
+ *   - its load: the time until the server is ready, and RSS against a
+ *     server with the bench's key alone;
+ *   - a reload under load: p99 of small answers (the bench's key) for
+ *     10 s, and for 10 s during which the keys file is written again
+ *     (another key added, so that it is read and put in force);
+ *   - a crowd: every key asks once (each request the next key), and RSS
+ *     grown per key seen, read from the server's /metrics.
+ * Run: npm run bench -- crowd-keys [--engines uws,node] [--keys N]
+ */
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePorts } from '../support/ports.js';
+import { BENCH_KEY, benchFiles, crowdKeyName, option, round2, serverMemory, sleep, startServer, startWrk, stop, waitFor, wrk, writeCrowdKeys, writeResult } from './harness.js';
+import { SMALL_MIX } from './mix.js';
+
+const KEYS = Number(option('--keys') ?? 1_000_000);
+const ENGINES = (option('--engines') ?? 'uws,node').split(',');
+const RECORDS = 100_000;
+const small = SMALL_MIX.map((q) => `/api?key=${BENCH_KEY}&${q}`);
+
+async function started(snapshot: string, keys: string, engine: string): Promise<{ server: ReturnType<typeof startServer>; port: number; readyMs: number }> {
+  const [port] = await freePorts(1);
+  const t0 = performance.now();
+  const server = startServer(snapshot, keys, port, undefined, ['--engine', engine]);
+  await waitFor(`http://127.0.0.1:${port}/health`, 300_000, (s) => s === 200);
+  // Ready means the keys are in force: the crowd's first key is answered.
+  await waitFor(`http://127.0.0.1:${port}/api?key=${crowdKeyName(0)}&count=1`, 300_000, (s) => s === 200);
+  return { server, port, readyMs: Math.round(performance.now() - t0) };
+}
+
+const work = mkdtempSync(join(tmpdir(), 'proxylist-bench-crowd-keys-'));
+try {
+  const { snapshot, keys: benchKeys } = benchFiles(work, 'crowd-keys', RECORDS);
+  const crowdKeys = join(work, 'crowd-keys.json');
+  writeCrowdKeys(crowdKeys, KEYS);
+  const rows: Record<string, unknown>[] = [];
+  for (const engine of ENGINES) {
+    // One key: what the server takes without the crowd's file.
+    const [onePort] = await freePorts(1);
+    const one = startServer(snapshot, benchKeys, onePort, undefined, ['--engine', engine]);
+    await waitFor(`http://127.0.0.1:${onePort}/health`, 300_000, (s) => s === 200);
+    await sleep(2000);
+    const oneKey = await serverMemory(onePort);
+    await stop(one);
+
+    const { server, port, readyMs } = await started(snapshot, crowdKeys, engine);
+    try {
+      await sleep(2000);
+      const loaded = await serverMemory(port);
+      wrk(port, small, 2, work); // warm-up
+      const before = wrk(port, small, 10, work);
+      // A reload during the next 10 s: the file written again with one key more.
+      const load = startWrk(port, small, work);
+      await sleep(2000);
+      const doc = JSON.parse(readFileSync(crowdKeys, 'utf8')) as { keys: unknown[] };
+      const added = `one-more-${engine}`;
+      doc.keys.push({ key: added });
+      const t0 = performance.now();
+      writeFileSync(join(work, 'next-keys.json'), JSON.stringify(doc), { mode: 0o600 });
+      // An atomic replace, as an operator's tool writes it.
+      renameSync(join(work, 'next-keys.json'), crowdKeys);
+      await waitFor(`http://127.0.0.1:${port}/api?key=${added}&count=1`, 120_000, (s) => s === 200);
+      const reloadMs = Math.round(performance.now() - t0);
+      await sleep(Math.max(0, 8000 - reloadMs));
+      const during = await load.finish();
+      // The crowd: each key once, every request the next key.
+      const crowdBefore = await serverMemory(port);
+      let asked = 0;
+      while (asked < KEYS) {
+        const r = wrk(port, SMALL_MIX.map((q) => `/api?key=KEYHERE&${q}`), 10, work, { crowdKeys: KEYS, crowdFrom: asked });
+        asked += r.requests;
+      }
+      await sleep(2000);
+      const crowdAfter = await serverMemory(port);
+      const row = {
+        engine, keys: KEYS,
+        ready_ms: readyMs,
+        rss_mb_one_key: oneKey.rss_mb, rss_mb_loaded: loaded.rss_mb,
+        bytes_per_key_loaded: Math.round(((loaded.rss_mb - oneKey.rss_mb) * 1e6) / KEYS),
+        p99_ms_before: before.p99_ms, p99_ms_during_reload: during.p99_ms, p99_ratio: round2(during.p99_ms / before.p99_ms), reload_ms: reloadMs,
+        crowd_requests: asked, rss_mb_before_crowd: crowdBefore.rss_mb, rss_mb_after_crowd: crowdAfter.rss_mb,
+        rss_bytes_per_key_seen: Math.round(((crowdAfter.rss_mb - crowdBefore.rss_mb) * 1e6) / KEYS),
+      };
+      console.error(JSON.stringify(row));
+      rows.push(row);
+    } finally {
+      await stop(server);
+    }
+  }
+  writeResult('crowd-keys', { date: new Date().toISOString(), node: process.versions.node, records: RECORDS, rows });
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
