@@ -34,7 +34,10 @@ function plain(query: string, from: number, to: number): boolean {
  * is, so it is not the malformed one that docs/api.md, Errors names.
  */
 export function splitQuery(query: string): Split | null {
-  let what = '';
+  // What is asked: one slice of the query while the pieces kept are side by side (the key first or last, as clients put it), else joined.
+  let from = -1;
+  let to = -1;
+  let joined: string | null = null;
   let key: string | null = null;
   let keys = 0;
   let start = 0;
@@ -46,19 +49,22 @@ export function splitQuery(query: string): Split | null {
       let eq = query.indexOf('=', start);
       if (eq < 0 || eq > end) eq = end;
       if (!plain(query, start, eq)) return null;
-      const name = query.slice(start, eq);
-      if (name === 'key') {
+      if (eq - start === 3 && query.startsWith('key', start)) {
         if (eq + 1 < end) {
           if (!plain(query, eq + 1, end)) return null;
           keys++;
           key = query.slice(eq + 1, end);
         }
-      } else if (PLAN_PARAMETERS.has(name) || !plain(query, eq + 1, end)) {
+      } else if (PLAN_PARAMETERS.has(query.slice(start, eq)) || !plain(query, eq + 1, end)) {
         // An ignored parameter whose value would not decode is kept: it may be the malformed one an error names.
-        what = what === '' ? query.slice(start, end) : what + '&' + query.slice(start, end);
+        if (joined !== null) joined += '&' + query.slice(start, end);
+        else if (from < 0) [from, to] = [start, end];
+        else if (to === start - 1) to = end;
+        else joined = query.slice(from, to) + '&' + query.slice(start, end);
       }
     }
     start = end + 1;
   }
+  const what = joined ?? (from < 0 ? '' : query.slice(from, to));
   return { what, key: keys === 1 ? key : null, keys };
 }
