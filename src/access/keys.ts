@@ -282,6 +282,7 @@ export class KeyTable {
   private readonly words: Int32Array;
   private longest: number | null = null;
   private lastLimits: Limits | null = null;
+  private lastEntry: TableEntry | null = null;
 
   /** `data`: what the keys thread made (access/keys-worker.ts), also handed to serving threads. */
   constructor(readonly data: KeysData) {
@@ -383,8 +384,14 @@ export class KeyTable {
     return (this.lastLimits = sharedLimits(n(0), n(1), n(2), n(3)));
   }
 
-  /** A new entry each time: it is small and dies young, where a cache of entries would hold memory per key. */
+  /**
+   * The entry at `p`: the last one made when it is the same key (a client
+   * polling with its key), else a new one, small and dying young, where a
+   * cache of entries would hold memory per key.
+   */
   private entryAt(p: number): TableEntry {
-    return new TableEntry(this, p, this.limitsAt(p), this.words);
+    const last = this.lastEntry;
+    if (last !== null && last.position === p) return last;
+    return (this.lastEntry = new TableEntry(this, p, this.limitsAt(p), this.words));
   }
 }

@@ -62,6 +62,8 @@ const ceilS = (ms: number): number => Math.max(1, secondsToCover(ms));
 
 /** A refusal for `reason`, `retryMs` until the client may succeed. */
 export const refusal = (reason: LimitReason, retryMs: number): Refusal => ({ ok: false, reason, retryAfterS: ceilS(retryMs) });
+/** An admission that says nothing more: shared, never changed. */
+const OK: Verdict = Object.freeze({ ok: true });
 export const UNAVAILABLE: Refusal = { ok: false, reason: { limit: 'unavailable' }, retryAfterS: 1 };
 
 /**
@@ -142,8 +144,9 @@ export class MemoryLimiter implements Limiter {
         if (!known && count < limit && count >= this.table.subnetRoom(r)) r = this.usageOf(key, nowMs, Math.min(limit, count * 2));
       }
       const verdict = this.admitLocked(r, key, subnet, nowMs, monoMs);
-      if (key.limits.perWindow !== null || key.limits.daily !== null) verdict.allowance = this.allowanceLocked(r, key, nowMs, monoMs);
-      return verdict;
+      if (key.limits.perWindow === null && key.limits.daily === null) return verdict;
+      const allowance = this.allowanceLocked(r, key, nowMs, monoMs);
+      return verdict.ok ? { ok: true, allowance } : { ...verdict, allowance };
     } finally {
       this.table.unlock();
     }
@@ -172,7 +175,7 @@ export class MemoryLimiter implements Limiter {
     }
     if (newSubnet) f[seen + f[r + R_SUBNETS]++] = subnet;
     this.table.changed();
-    return { ok: true };
+    return OK;
   }
 
   /** The counts of every thread; subnets are kept only for keys with a subnet limit. */

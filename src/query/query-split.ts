@@ -25,6 +25,16 @@ function plain(query: string, from: number, to: number): boolean {
   return true;
 }
 
+/** The first characters of the plan's parameter names: a cache-buster's `_` is told apart without a string made. */
+const FIRST_CHARS = new Uint8Array(128);
+for (const name of PLAN_PARAMETERS) FIRST_CHARS[name.charCodeAt(0)] = 1;
+
+/** Whether the name from `from` to `to` of `query` is one a plan reads. */
+function isPlanParameter(query: string, from: number, to: number): boolean {
+  const c = query.charCodeAt(from);
+  return to > from && c < 128 && FIRST_CHARS[c] === 1 && PLAN_PARAMETERS.has(query.slice(from, to));
+}
+
 /**
  * The split of `query`, or null where it is not plain enough to split
  * without decoding (a name with an escape, which may spell `key` or a
@@ -55,7 +65,7 @@ export function splitQuery(query: string): Split | null {
           keys++;
           key = query.slice(eq + 1, end);
         }
-      } else if (PLAN_PARAMETERS.has(query.slice(start, eq)) || !plain(query, eq + 1, end)) {
+      } else if (isPlanParameter(query, start, eq) || !plain(query, eq + 1, end)) {
         // An ignored parameter whose value would not decode is kept: it may be the malformed one an error names.
         if (joined !== null) joined += '&' + query.slice(start, end);
         else if (from < 0) [from, to] = [start, end];
