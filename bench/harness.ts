@@ -254,18 +254,20 @@ const SERVED_HEADERS = ['content-type', 'cache-control', 'vary', 'content-dispos
 export async function captureBodies(port: number, paths: readonly string[], dir: string, requestHeaders: Record<string, string> = {}, https = false, served = SERVED_HEADERS): Promise<{ captured: Captured[]; index: string }> {
   const captured: Captured[] = [];
   for (const [i, path] of paths.entries()) {
-    const body = await new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; bytes: Buffer }>((resolve, reject) => {
+    const body = await new Promise<{ status: number; raw: string[]; bytes: Buffer }>((resolve, reject) => {
       // node:http, which leaves an encoded body as it came; over HTTPS, the bench's own certificate is not checked.
       (https ? getTls : get)(`${https ? 'https' : 'http'}://127.0.0.1:${port}${path}`, { agent: false, headers: requestHeaders, rejectUnauthorized: false }, (res) => {
         const parts: Buffer[] = [];
         res.on('data', (d: Buffer) => parts.push(d));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, bytes: Buffer.concat(parts) }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, raw: res.rawHeaders, bytes: Buffer.concat(parts) }));
       }).on('error', reject);
     });
     if (body.status !== 200) throw new Error(`${path}: status ${body.status}`);
     const file = join(dir, `body-${i}`);
     writeFileSync(file, body.bytes);
-    const headers = served.filter((h) => body.headers[h] !== undefined).map((h): [string, string] => [h, String(body.headers[h])]);
+    // The lines as the server wrote them, names in their case: Node's http lowercases each name it is given to find its own.
+    const headers: Array<[string, string]> = [];
+    for (let h = 0; h < body.raw.length; h += 2) if (served.includes(body.raw[h].toLowerCase())) headers.push([body.raw[h], body.raw[h + 1]]);
     captured.push({ path, headers, file, body: body.bytes });
   }
   const index = join(dir, 'ceiling.json');

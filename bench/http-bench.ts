@@ -54,7 +54,7 @@ async function verifyFixed(name: string, port: number, captured: Captured[]): Pr
 }
 
 function nginxConfig(dir: string, port: number, captured: Captured[]): string {
-  const ext = (c: Captured) => (c.headers.some(([n, v]) => n === 'content-type' && v.startsWith('application/json')) ? 'json' : 'txt');
+  const ext = (c: Captured) => (c.headers.some(([n, v]) => n.toLowerCase() === 'content-type' && v.startsWith('application/json')) ? 'json' : 'txt');
   const map = captured.map((c, i) => `    "${c.path}" /${i}.${ext(c)};`).join('\n');
   captured.forEach((c, i) => writeFileSync(join(dir, 'bodies', `${i}.${ext(c)}`), c.body));
   return `user root; worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/nginx-error.log;

@@ -15,7 +15,7 @@ export function startNginx(captured: readonly Captured[], port: number, dir: str
   mkdirSync(join(dir, 'logs'), { recursive: true });
   mkdirSync(root, { recursive: true });
   const map = captured.map((c, i) => {
-    const json = c.headers.some(([name, value]) => name === 'content-type' && value.includes('json'));
+    const json = c.headers.some(([name, value]) => name.toLowerCase() === 'content-type' && value.includes('json'));
     const name = `body-${i}.${json ? 'json' : 'txt'}`;
     copyFileSync(c.file, join(root, name));
     const args = c.path.slice(c.path.indexOf('?') + 1).replace(/["\\]/g, '\\$&');

@@ -22,19 +22,14 @@ export interface Body {
   park?(): boolean;
   /** Runs once: nothing of the body is read any more (sent, given up or aborted). */
   release(): void;
-  /** Its bytes are never written over nor given back while anything holds them: an engine may keep them past `release` without a copy. */
-  readonly stable?: boolean;
 }
 
 /** A body already in memory: its bytes, then an optional tail. */
 export class BytesBody implements Body {
   readonly total: number;
-  /** Bytes whose owner takes them back on release (a compression's) may be written over after it. */
-  readonly stable: boolean;
 
   constructor(private readonly bytes: Uint8Array, private readonly tail: Uint8Array | null = null, private onRelease: (() => void) | null = null) {
     this.total = bytes.length + (tail?.length ?? 0);
-    this.stable = onRelease === null;
   }
 
   piece(i: number): Uint8Array | null {

@@ -119,12 +119,10 @@ export abstract class Exchange {
   abstract writeHead(h: Head): void;
   /**
    * Offers `chunk`, the body's next bytes, for a body of `total` bytes. The
-   * socket may take part of it: the write offset says how much. `stable`:
-   * the bytes stay as they are for as long as anything holds them, so an
-   * engine that keeps them until they are on the socket needs no copy.
+   * socket may take part of it: the write offset says how much.
    * Returns [the socket takes more now, the response is done].
    */
-  abstract tryEnd(chunk: Uint8Array, total: number, stable?: boolean): [boolean, boolean];
+  abstract tryEnd(chunk: Uint8Array, total: number): [boolean, boolean];
   /** Body bytes taken so far. */
   abstract writeOffset(): number;
   /** `more` runs each time the socket takes more again; it returns whether it wrote all it had. */

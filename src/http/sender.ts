@@ -162,7 +162,7 @@ export class Sender {
       const first = body.piece(0) ?? EMPTY;
       if (first.length === body.total && body.total <= MAX_WRITE) {
         // The whole body in one piece and one write, the common answer: no pending state unless the socket holds some back.
-        const [, finished] = ex.tryEnd(first, body.total, body.stable);
+        const [, finished] = ex.tryEnd(first, body.total);
         if (finished) body.release();
         else this.hold(new Outgoing(ex, body, first), ex.writeOffset());
         return;
@@ -282,7 +282,7 @@ export class Sender {
           o.current = next;
           o.parked = false;
         }
-        const [ok, finished] = ex.tryEnd(o.current.subarray(at, at + MAX_WRITE), o.body.total, o.body.stable);
+        const [ok, finished] = ex.tryEnd(o.current.subarray(at, at + MAX_WRITE), o.body.total);
         if (!ok || finished) return [ok, finished];
         offset = ex.writeOffset();
       }

@@ -25,14 +25,16 @@ function plain(query: string, from: number, to: number): boolean {
   return true;
 }
 
-/** The first characters of the plan's parameter names: a cache-buster's `_` is told apart without a string made. */
-const FIRST_CHARS = new Uint8Array(128);
-for (const name of PLAN_PARAMETERS) FIRST_CHARS[name.charCodeAt(0)] = 1;
+/** The plan's parameter names by their length: a name is told without a string made for it (a cache-buster's `_` at once). */
+const NAMES_BY_LENGTH: string[][] = [];
+for (const name of PLAN_PARAMETERS) (NAMES_BY_LENGTH[name.length] ??= []).push(name);
 
 /** Whether the name from `from` to `to` of `query` is one a plan reads. */
 function isPlanParameter(query: string, from: number, to: number): boolean {
-  const c = query.charCodeAt(from);
-  return to > from && c < 128 && FIRST_CHARS[c] === 1 && PLAN_PARAMETERS.has(query.slice(from, to));
+  const names = NAMES_BY_LENGTH[to - from];
+  if (names === undefined) return false;
+  for (let i = 0; i < names.length; i++) if (query.startsWith(names[i], from)) return true;
+  return false;
 }
 
 /**
@@ -52,23 +54,28 @@ export function splitQuery(query: string): Split | null {
   let keys = 0;
   let start = 0;
   const n = query.length;
+  // Most query strings have nothing to decode: then no piece is looked at for it.
+  const decodes = query.indexOf('%') >= 0 || query.indexOf('+') >= 0 || query.indexOf('\uFFFD') >= 0;
   while (start <= n) {
     let end = query.indexOf('&', start);
     if (end < 0) end = n;
     if (end > start) {
       let eq = query.indexOf('=', start);
       if (eq < 0 || eq > end) eq = end;
-      if (!plain(query, start, eq)) return null;
+      if (decodes && !plain(query, start, eq)) return null;
       if (eq - start === 3 && query.startsWith('key', start)) {
         if (eq + 1 < end) {
-          if (!plain(query, eq + 1, end)) return null;
+          if (decodes && !plain(query, eq + 1, end)) return null;
           keys++;
           key = query.slice(eq + 1, end);
         }
-      } else if (isPlanParameter(query, start, eq) || !plain(query, eq + 1, end)) {
+      } else if (isPlanParameter(query, start, eq) || (decodes && !plain(query, eq + 1, end))) {
         // An ignored parameter whose value would not decode is kept: it may be the malformed one an error names.
         if (joined !== null) joined += '&' + query.slice(start, end);
-        else if (from < 0) [from, to] = [start, end];
+        else if (from < 0) {
+          from = start;
+          to = end;
+        }
         else if (to === start - 1) to = end;
         else joined = query.slice(from, to) + '&' + query.slice(start, end);
       }

@@ -85,11 +85,13 @@ export class NodeConnection {
   private lingerFrom = -1;
   private lingerEnded = false;
   /**
-   * The response of the newest request, held weakly: an idle connection
-   * keeps none alive. Node answers in order, so once it is finished (or
-   * gone, which it cannot be before), every answer is on the socket.
+   * The response of the newest request until it is found finished (the
+   * timeouts' sweep looks within SWEEP_MS, node-engine.ts), so an idle
+   * connection keeps none alive for long. Node answers in order, so once it
+   * is finished, every answer is on the socket (or destroyed, when none
+   * will be).
    */
-  private lastRes: WeakRef<ServerResponse> | null = null;
+  private lastRes: ServerResponse | null = null;
   /** Requests seen. */
   requests = 0;
   /** When this connection was accepted or its newest request arrived. */
@@ -127,7 +129,7 @@ export class NodeConnection {
   arrive(req: IncomingMessage, res: ServerResponse): void {
     if (this.requests++ === 0) this.socket.setTimeout(0);
     this.lastSeenMs = performance.now();
-    this.lastRes = new WeakRef(res);
+    this.lastRes = res;
     if (this.awaited !== null || this.head < this.queue.length) {
       if (this.socket.destroyed) return;
       if (this.queue.length - this.head >= 2 * MAX_QUEUED) {
@@ -155,8 +157,10 @@ export class NodeConnection {
 
   /** The newest response, if Node has not written all of it. */
   private unfinished(): ServerResponse | null {
-    const res = this.lastRes?.deref();
-    return res === undefined || res.writableFinished ? null : res;
+    const res = this.lastRes;
+    if (res === null || (!res.writableFinished && !res.destroyed)) return res;
+    this.lastRes = null;
+    return null;
   }
 
   /**

@@ -42,12 +42,6 @@ function lines(h: Head, secure: boolean, close: boolean, rated: boolean, ending:
   }
   return l;
 }
-/**
- * A body's last write up to this long is copied rather than held until it
- * is on the socket: the copy costs less than keeping the response pending.
- */
-const COPIED_BYTES = 16 * 1024;
-
 /** The Date header's value, made once a second. */
 let dateSecond = -1;
 let dateText = '';
@@ -69,9 +63,11 @@ export function httpDate(): string {
  * Node keeps a reference to what it is given until it is on the socket,
  * and a body's bytes may be pooled and reused once its reader moves on: so
  * one write at a time is outstanding, the socket "takes more" only once it
- * is flushed, and the response is done only when its last byte is, unless
- * that last write is small enough to copy. At most one write (the sender's
- * largest, 512 KB) is held per reader.
+ * is flushed, and the response is done only when its last byte is. Most
+ * last writes are taken by the kernel before `end` returns (Node then
+ * reports the response finished), and are done at once, with no copy and
+ * nothing held. At most one write (the sender's largest, 512 KB) is held
+ * per reader.
  */
 export class NodeExchange extends Exchange {
   readonly writableOnFlush = true;
@@ -143,7 +139,7 @@ export class NodeExchange extends Exchange {
     this.res.writeHead(h.code, h.reason, l.lines);
   }
 
-  tryEnd(chunk: Uint8Array, total: number, stable = false): [boolean, boolean] {
+  tryEnd(chunk: Uint8Array, total: number): [boolean, boolean] {
     if (this.unflushed > 0) return [false, false];
     if (this.ended) return [true, true];
     // Gone: its close makes it aborted.
@@ -153,19 +149,17 @@ export class NodeExchange extends Exchange {
       this.h = null;
     }
     this.written += chunk.length;
-    if (this.written >= total && chunk.length <= COPIED_BYTES) {
-      // A last write this small is done at once: copied, or handed to Node as it is when it never changes (the cache's bytes) and what it keeps alive is no more than two copies.
-      this.ended = true;
-      this.res.end(stable && chunk.buffer.byteLength <= 2 * COPIED_BYTES ? chunk : Buffer.from(chunk));
-      return [true, true];
-    }
-    this.unflushed++;
-    if (this.written >= total) {
-      this.ended = true;
-      this.res.end(chunk, this.flushed);
-    } else {
+    if (this.written < total) {
+      this.unflushed++;
       this.res.write(chunk, this.flushed);
+      return [false, false];
     }
+    this.ended = true;
+    this.res.end(chunk);
+    // All of it on the socket already: Node holds nothing of it.
+    if (this.res.writableFinished) return [true, true];
+    this.unflushed++;
+    this.res.once('finish', this.flushed);
     return [false, false];
   }
 
