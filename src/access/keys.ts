@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import { Ajv } from 'ajv';
 import { CodedError } from '../core/errors.js';
+import { KnownKeys } from './known-keys.js';
 
 /** A limit of null means unlimited. */
 export interface Limits {
@@ -271,12 +272,8 @@ class TableEntry implements KeyEntry {
  * position (docs/operations.md, Memory): no object per key.
  */
 export class KeyTable {
-  /**
-   * Presented keys already hashed to a position of this table. Only keys of
-   * the table get here, one string each, so it holds at most as many as the
-   * table; a new table starts empty.
-   */
-  private readonly known = new Map<string, number>();
+  /** Presented keys already hashed to a position of this table; a new table starts with none. */
+  private readonly known: KnownKeys;
   private readonly ids: Buffer;
   /** The digests as 32-bit words, 8 a key. */
   private readonly words: Int32Array;
@@ -288,6 +285,7 @@ export class KeyTable {
   constructor(readonly data: KeysData) {
     this.ids = Buffer.from(data.ids.buffer, data.ids.byteOffset, data.ids.byteLength);
     this.words = new Int32Array(data.ids.buffer, data.ids.byteOffset, data.count * 8);
+    this.known = new KnownKeys(data.count);
   }
 
   static empty(): KeyTable {
@@ -331,11 +329,10 @@ export class KeyTable {
   /** The entry of a presented key if it is known, enabled and not expired at `nowMs`. */
   find(presented: string, nowMs: number): KeyEntry | null {
     let p = this.known.get(presented);
-    if (p === undefined) {
+    if (p < 0) {
       p = this.positionOf(hash('sha256', presented, 'buffer') as unknown as Buffer);
       if (p < 0) return null;
-      // A string of its own: the presented one may be a slice of the whole query string, which it would keep alive.
-      this.known.set(Buffer.from(presented).toString(), p);
+      this.known.set(presented, p);
     }
     if (nowMs >= this.data.usableUntil[p]) return null;
     return this.entryAt(p);
