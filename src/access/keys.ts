@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import { Ajv } from 'ajv';
 import { CodedError } from '../core/errors.js';
-import { KnownKeys } from './known-keys.js';
+import { HINT, KnownKeys } from './known-keys.js';
 
 /** A limit of null means unlimited. */
 export interface Limits {
@@ -26,6 +26,9 @@ export interface KeyEntry {
   /** The SHA-256 as 8 words, at `digestAt` of `digest`: how the limiter finds the key's usage without a string. */
   readonly digest: Int32Array;
   readonly digestAt: number;
+  /** Where the limiter may keep a hint of where the key's usage is (known-keys.ts): two words at `hintAt` of `hints`; none for an entry found otherwise. */
+  readonly hints?: Int32Array | null;
+  readonly hintAt?: number;
 }
 
 /** The 8 words of a hex SHA-256, for an entry made outside a table. */
@@ -237,6 +240,8 @@ class TableEntry implements KeyEntry {
     readonly position: number,
     readonly limits: Limits,
     readonly digest: Int32Array,
+    readonly hints: Int32Array | null,
+    readonly hintAt: number,
   ) {}
 
   get disabled(): boolean {
@@ -328,14 +333,17 @@ export class KeyTable {
 
   /** The entry of a presented key if it is known, enabled and not expired at `nowMs`. */
   find(presented: string, nowMs: number): KeyEntry | null {
-    let p = this.known.get(presented);
-    if (p < 0) {
-      p = this.positionOf(hash('sha256', presented, 'buffer') as unknown as Buffer);
+    const known = this.known;
+    let slot = known.slotOf(presented);
+    if (slot < 0) {
+      const p = this.positionOf(hash('sha256', presented, 'buffer') as unknown as Buffer);
       if (p < 0) return null;
-      this.known.set(presented, p);
+      slot = known.set(presented, p, this.data.usableUntil[p]);
+      // Not remembered (a key too long): found by its hash each time.
+      if (slot < 0) return nowMs >= this.data.usableUntil[p] ? null : this.entryAt(p);
     }
-    if (nowMs >= this.data.usableUntil[p]) return null;
-    return this.entryAt(p);
+    if (nowMs >= known.usableUntilAt(slot)) return null;
+    return this.entryAt(known.positionAt(slot), slot);
   }
 
   /** The hex SHA-256 at position `p`. */
@@ -386,9 +394,10 @@ export class KeyTable {
    * polling with its key), else a new one, small and dying young, where a
    * cache of entries would hold memory per key.
    */
-  private entryAt(p: number): TableEntry {
+  private entryAt(p: number, slot = -1): TableEntry {
     const last = this.lastEntry;
-    if (last !== null && last.position === p) return last;
-    return (this.lastEntry = new TableEntry(this, p, this.limitsAt(p), this.words));
+    if (last !== null && last.position === p && (slot < 0 || last.hintAt === slot + HINT)) return last;
+    const hinted = slot >= 0;
+    return (this.lastEntry = new TableEntry(this, p, this.limitsAt(p), this.words, hinted ? this.known.slots : null, hinted ? slot + HINT : 0));
   }
 }

@@ -2,18 +2,29 @@
  * Presented keys already hashed to a position of a key table, so that a
  * key's next request is a lookup, not a SHA-256 and a search
  * (docs/design.md, A key at a lookup's cost, compact). An open-addressing
- * table of slots (the string's hash, the position, where its characters are
- * kept, their count), each slot four words, and the characters in an arena
- * of fixed chunks: a lookup reads one slot and the characters it compares,
- * where a Map of strings reads a bucket, an entry and a string object, each
- * a read no processor cache holds for a crowd of keys. Only keys of the
- * table get here, each once, so the slots are laid out for the table's size
- * when it is made, and fill (and take memory) as keys are seen; nothing is
- * moved while requests come.
+ * table of slots, and the keys' characters in an arena of fixed chunks. A
+ * slot holds what a request of the key reads: the string's hash, the
+ * key's position, where its characters are kept and their count, until
+ * when it may be used, and a hint of where the limiter keeps its usage
+ * (access/shared-usage.ts). A lookup reads one slot and the characters it
+ * compares, where a Map of strings reads a bucket, an entry and a string
+ * object, and the keys table and the usage table two more places, each a
+ * read no processor cache holds for a crowd of keys. Only keys of the
+ * table get here, each once, so the slots are laid out for the table's
+ * size when it is made, and fill (and take memory) as keys are seen;
+ * nothing is moved while requests come.
  */
 
-/** Words per slot: hash, position + 1 (0: empty), arena offset, length. */
-const SLOT = 4;
+/** Words per slot: hash, position + 1 (0: empty), arena offset, length, the usage hint's two words, until when the key may be used (a 64-bit float). */
+const SLOT = 8;
+const HASH = 0;
+const POSITION = 1;
+const OFFSET = 2;
+const LENGTH = 3;
+/** Where a slot's usage hint is, from the slot's start (SharedUsage.record reads and writes its two words). */
+export const HINT = 4;
+/** The 64-bit word of a slot that says until when its key may be used. */
+const USABLE_UNTIL = 3;
 /** Characters per arena chunk: a key's characters never span two. */
 const CHUNK = 1 << 15;
 /** A key longer than this is not remembered: it is hashed again at each request (no client presents one). */
@@ -27,7 +38,9 @@ function hashOf(s: string): number {
 }
 
 export class KnownKeys {
-  private readonly slots: Int32Array;
+  /** The slots, as 32-bit words: a remembered key's slot is where its words begin. */
+  readonly slots: Int32Array;
+  private readonly f64: Float64Array;
   private readonly mask: number;
   private readonly chunks: Uint16Array[] = [];
   /** Where the next key's characters go: chunk * CHUNK + index. */
@@ -39,38 +52,51 @@ export class KnownKeys {
     let n = 8;
     while (n * 3 < capacity * 4) n *= 2;
     this.slots = new Int32Array(n * SLOT);
+    this.f64 = new Float64Array(this.slots.buffer);
     this.mask = n - 1;
   }
 
-  /** The position remembered for `key`, or -1. */
-  get(key: string): number {
+  /** The slot of `key`, or -1 when it is not remembered. */
+  slotOf(key: string): number {
     const h = hashOf(key);
     const slots = this.slots;
     for (let i = h & this.mask; ; i = (i + 1) & this.mask) {
       const at = i * SLOT;
-      const p = slots[at + 1];
-      if (p === 0) return -1;
-      if (slots[at] === h && slots[at + 3] === key.length && this.same(key, slots[at + 2])) return p - 1;
+      if (slots[at + POSITION] === 0) return -1;
+      if (slots[at + HASH] === h && slots[at + LENGTH] === key.length && this.same(key, slots[at + OFFSET])) return at;
     }
   }
 
-  /** Remembers `key` at `position`; a key too long, or one more than the table's size, is not. */
-  set(key: string, position: number): void {
-    if (key.length > LONGEST_REMEMBERED || this.count >= this.capacity) return;
-    const h = hashOf(key);
+  /** The key's position in its table. */
+  positionAt(slot: number): number {
+    return this.slots[slot + POSITION] - 1;
+  }
+
+  /** Until when the key may be used: its expiry, Infinity, or -Infinity when disabled. */
+  usableUntilAt(slot: number): number {
+    return this.f64[slot / 2 + USABLE_UNTIL];
+  }
+
+  /**
+   * Remembers `key` at `position`, usable until `usableUntil`: its slot, or
+   * -1 for a key too long, or one more than the table's size.
+   */
+  set(key: string, position: number, usableUntil: number): number {
+    if (key.length > LONGEST_REMEMBERED || this.count >= this.capacity) return -1;
+    const found = this.slotOf(key);
+    if (found >= 0) return found;
     const slots = this.slots;
+    const h = hashOf(key);
     let i = h & this.mask;
-    for (; slots[i * SLOT + 1] !== 0; i = (i + 1) & this.mask) {
-      const at = i * SLOT;
-      if (slots[at] === h && slots[at + 3] === key.length && this.same(key, slots[at + 2])) return;
-    }
-    const offset = this.place(key);
+    while (slots[i * SLOT + POSITION] !== 0) i = (i + 1) & this.mask;
     const at = i * SLOT;
-    slots[at] = h;
-    slots[at + 2] = offset;
-    slots[at + 3] = key.length;
-    slots[at + 1] = position + 1;
+    slots[at + HASH] = h;
+    slots[at + OFFSET] = this.place(key);
+    slots[at + LENGTH] = key.length;
+    this.f64[at / 2 + USABLE_UNTIL] = usableUntil;
+    slots[at + POSITION] = position + 1;
     this.count++;
+    return at;
   }
 
   /** Copies the characters of `key` into the arena: where they are. */

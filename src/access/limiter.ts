@@ -101,7 +101,7 @@ export class MemoryLimiter implements Limiter {
    * moves) for a key used from more (most keys are used from one). Under the lock.
    */
   private usageOf(key: KeyEntry, nowMs: number, subnets = Math.min(key.limits.subnets ?? 0, 1)): number {
-    const r = this.table.record(key.digest, key.digestAt, { ring: key.limits.perWindow ?? 0, subnets });
+    const r = this.table.record(key.digest, key.digestAt, { ring: key.limits.perWindow ?? 0, subnets }, key.hints ?? null, key.hintAt ?? 0);
     const f = this.table.words;
     const today = serviceDay(nowMs);
     if (f[r + R_DAY] !== today) {

@@ -26,6 +26,8 @@ const ARENA_TOP = 5;
 const WASTED = 6;
 /** Bumped on every change of what a day's export holds: a thread that saves it sees others' changes. */
 const CHANGES = 7;
+/** Bumped whenever a record may have moved (a layout, a record moved for more room): a usage hint of another layout is not read. */
+const LAYOUT = 8;
 const HEADER_WORDS = 16;
 
 /** A table entry: 8 words of key id, the record's place (0: empty). */
@@ -141,9 +143,24 @@ export class SharedUsage {
   /**
    * Where the record of the key whose id is the 8 words at `wa` of `w` is,
    * with room for at least `room`: made (zeroed, day -1) or moved as
-   * needed. Under the lock.
+   * needed. A hint (two words at `hintAt` of `hints`: a record and the
+   * layout it was found in) is where it is, without the table's slot and
+   * the id read, while no record moved since; it is written with the place
+   * found. Under the lock.
    */
-  record(w: Int32Array, wa: number, room: RecordRoom): number {
+  record(w: Int32Array, wa: number, room: RecordRoom, hints: Int32Array | null = null, hintAt = 0): number {
+    if (hints !== null) {
+      const hinted = hints[hintAt];
+      if (hinted !== 0 && hints[hintAt + 1] === this.i32[LAYOUT] && this.f64[hinted + R_RING_CAP] >= room.ring && this.f64[hinted + R_SUBNET_CAP] >= room.subnets) return hinted;
+      const r = this.placeRecord(w, wa, room);
+      hints[hintAt] = r;
+      hints[hintAt + 1] = this.i32[LAYOUT];
+      return r;
+    }
+    return this.placeRecord(w, wa, room);
+  }
+
+  private placeRecord(w: Int32Array, wa: number, room: RecordRoom): number {
     let at = this.slotOf(w, wa);
     let r = this.i32[at + ENTRY_RECORD];
     if (r !== 0 && this.f64[r + R_RING_CAP] >= room.ring && this.f64[r + R_SUBNET_CAP] >= room.subnets) return r;
@@ -168,6 +185,7 @@ export class SharedUsage {
       f.copyWithin(r + R_FIELDS, from + R_FIELDS, from + R_FIELDS + f[from + R_SUBNETS]);
       f.copyWithin(this.ringAt(r), this.ringAt(from), this.ringAt(from) + f[from + R_RING]);
       this.i32[WASTED] += this.sizeOf(from);
+      this.i32[LAYOUT]++;
     } else {
       for (let i = 0; i < 8; i++) this.i32[at + i] = w[wa + i];
       this.i32[ENTRIES]++;
@@ -291,6 +309,7 @@ export class SharedUsage {
     i32.fill(0, tableAt, Math.min(tableAt + capacity * ENTRY_WORDS, used));
     i32[TABLE_AT] = tableAt;
     i32[TABLE_CAP] = capacity;
+    i32[LAYOUT]++;
     i32[ENTRIES] = 0;
     i32[ARENA_AT] = arenaAt;
     i32[ARENA_TOP] = arenaAt;

@@ -12,7 +12,11 @@ import { NaiveLimiter } from '../reference/naive-limiter.js';
  * verdicts, allowances, usage and saved days on random sequences; and exact
  * limits when threads admit at once.
  */
-const entry = (name: string, limits: Limits): KeyEntry => ({ id: sha256Hex(name), label: name, name, disabled: false, expiresAtMs: null, limits, digest: digestWords(sha256Hex(name)), digestAt: 0 });
+/** An entry; `hinted`: with words of its own for the limiter's hint of where its usage is, as a key table's entries have (known-keys.ts). */
+const entry = (name: string, limits: Limits, hinted = false): KeyEntry => ({
+  ...{ id: sha256Hex(name), label: name, name, disabled: false, expiresAtMs: null, limits, digest: digestWords(sha256Hex(name)), digestAt: 0 },
+  ...(hinted ? { hints: new Int32Array(6), hintAt: 4 } : {}),
+});
 const DAY_MS = 86_400_000;
 const START_MS = Date.parse('2026-11-28T12:00:00Z');
 
@@ -27,7 +31,9 @@ for (const [seed, keyCount] of [[1, 5], [2, 40], [3, 3000]] as const) {
     const shared = new MemoryLimiter();
     const naive = new NaiveLimiter();
     const names = Array.from({ length: keyCount }, (_, i) => `key-${seed}-${i}`);
-    const keys = new Map(names.map((n) => [n, entry(n, randomLimits(r))]));
+    // Half the keys with a usage hint, kept from step to step while records move, the table grows and is pruned.
+    const keys = new Map(names.map((n, i) => [n, entry(n, randomLimits(r), i % 2 === 0)]));
+    const twins: Record<string, Int32Array> = {};
     let nowMs = START_MS;
     let monoMs = 1_000_000;
     const steps = Math.max(4000, keyCount * 4);
@@ -37,8 +43,10 @@ for (const [seed, keyCount] of [[1, 5], [2, 40], [3, 3000]] as const) {
       monoMs += dt;
       const name = names[Math.floor(r() * names.length)];
       const what = r();
-      if (what < 0.03) keys.set(name, entry(name, randomLimits(r)));
-      const key = keys.get(name)!;
+      if (what < 0.03) keys.set(name, { ...keys.get(name)!, limits: randomLimits(r) });
+      // A hinted key is asked for through either of two entries with hints of their own, as two threads' key tables ask for it.
+      const own = keys.get(name)!;
+      const key = own.hints && r() < 0.5 ? { ...own, hints: (twins[name] ??= new Int32Array(6)) } : own;
       if (what < 0.8) {
         const subnet = Math.floor(r() * 7);
         // The verdict, and what it says the key has left: what the reference says after it.
@@ -110,7 +118,7 @@ test('4 threads at once, each from subnets of its own: exactly the subnet limit 
 test('the table grows and is rebuilt in place as keys come, every count kept', () => {
   const limiter = new MemoryLimiter();
   const before = limiter.table.buffer.byteLength;
-  const keys = Array.from({ length: 20_000 }, (_, i) => entry(`grow-${i}`, { perWindow: 2, windowS: 5, daily: 3, subnets: 2 }));
+  const keys = Array.from({ length: 20_000 }, (_, i) => entry(`grow-${i}`, { perWindow: 2, windowS: 5, daily: 3, subnets: 2 }, i % 3 === 0));
   for (const k of keys) assert.ok(limiter.admit(k, 1, START_MS, 1000).ok);
   for (const k of keys) assert.ok(limiter.admit(k, 2, START_MS, 1001).ok);
   assert.ok(limiter.table.buffer.byteLength > before, 'grown');
