@@ -64,8 +64,8 @@ export function httpDate(): string {
  * and a body's bytes may be pooled and reused once its reader moves on: so
  * one write at a time is outstanding, the socket "takes more" only once it
  * is flushed, and the response is done only when its last byte is. Most
- * last writes are taken by the kernel before `end` returns (Node then
- * reports the response finished), and are done at once, with no copy and
+ * last writes are taken by the kernel before `end` returns (nothing is left
+ * to write on the socket then), and are done at once, with no copy and
  * nothing held. At most one write (the sender's largest, 512 KB) is held
  * per reader.
  */
@@ -156,8 +156,8 @@ export class NodeExchange extends Exchange {
     }
     this.ended = true;
     this.res.end(chunk);
-    // All of it on the socket already: Node holds nothing of it.
-    if (this.res.writableFinished) return [true, true];
+    // All of it on the socket already (Node 20 says the response finished; later lines say so a tick later, with nothing left to write): Node holds nothing of it.
+    if (this.res.writableFinished || this.res.socket?.writableLength === 0) return [true, true];
     this.unflushed++;
     this.res.once('finish', this.flushed);
     return [false, false];
