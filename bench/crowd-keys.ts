@@ -17,8 +17,8 @@ import { freePorts } from '../support/ports.js';
 import { BENCH_KEY, benchFiles, crowdKeyName, option, round2, serverMemory, sleep, startServer, startWrk, stop, waitFor, wrk, writeCrowdKeys, writeResult } from './harness.js';
 import { SMALL_MIX } from './mix.js';
 
-const KEYS = Number(option('--keys') ?? 1_000_000);
-const ENGINES = (option('--engines') ?? 'uws,node').split(',');
+const KEYS = Number(option('keys') ?? 1_000_000);
+const ENGINES = (option('engines') ?? 'uws,node').split(',');
 const RECORDS = 100_000;
 const small = SMALL_MIX.map((q) => `/api?key=${BENCH_KEY}&${q}`);
 

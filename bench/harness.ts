@@ -189,10 +189,18 @@ export function wrk(port: number, paths: readonly string[], seconds: number, wor
   return parseWrk(execFileSync('taskset', args, { env, maxBuffer: 1 << 24 }).toString());
 }
 
-/** A wrk run like `wrk`'s that lasts until `finish()` is called, for load beside something else. */
+/** The longest a background load runs: longer than any benchmark's part. */
+const BACKGROUND_LOAD_S = 900;
+
+/** A wrk run like `wrk`'s that lasts until `finish()` is called (BACKGROUND_LOAD_S at most), for load beside something else. */
 export function startWrk(port: number, paths: readonly string[], workDir: string, o: WrkOptions = {}): { pid: number; finish(): Promise<WrkResult> } {
-  const { args, env } = wrkArgs(port, paths, '3600s', workDir, { tag: 'background', ...o });
+  // Bounded in time even if this process is killed before it finishes the run.
+  const { args, env } = wrkArgs(port, paths, `${BACKGROUND_LOAD_S}s`, workDir, { tag: 'background', ...o });
   const load = spawn('taskset', args, { env });
+  const orphaned = (): void => {
+    load.kill('SIGKILL');
+  };
+  process.once('exit', orphaned);
   let out = '';
   load.stdout.on('data', (d) => (out += d));
   const exited = new Promise((r) => load.once('exit', r));
@@ -202,6 +210,7 @@ export function startWrk(port: number, paths: readonly string[], workDir: string
     async finish() {
       load.kill('SIGINT'); // wrk prints its summary on SIGINT
       await exited;
+      process.off('exit', orphaned);
       return parseWrk(out);
     },
   };
