@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Address } from '../../access/address.js';
 import type { LingerEnd, SocketPhase } from '../engine.js';
 import { readAgain, stopReading } from './read-stop.js';
 
@@ -98,6 +99,8 @@ export class NodeConnection {
   lastSeenMs = performance.now();
   /** When the timeouts' sweep first found it with nothing in progress since then; -1 while something is (node-engine.ts). */
   quietFromMs = this.lastSeenMs;
+  /** The TCP peer's address, once a request read it (node-exchange.ts). */
+  peerAddress: Address | null | undefined = undefined;
   /** Node handed the socket over (CONNECT): no HTTP is read on it any more. */
   handedOver = false;
 

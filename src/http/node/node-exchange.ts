@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RATE_NAME, RATE_POLICY_NAME } from '../../access/rate-limit-headers.js';
+import type { Address } from '../../access/address.js';
 import { Exchange, type RouteAccount } from '../exchange.js';
 import type { Head } from '../head.js';
 import type { NodeConnection } from './node-connection.js';
@@ -192,6 +193,13 @@ export class NodeExchange extends Exchange {
 
   peer(): string {
     return this.req.socket.remoteAddress ?? '';
+  }
+
+  /** Read once per connection: every request of a key with a subnet limit reads it. */
+  override peerAddress(): Address | null {
+    const conn = this.conn;
+    if (conn.peerAddress === undefined) conn.peerAddress = super.peerAddress();
+    return conn.peerAddress;
   }
 
   holdsNothing(): boolean {
