@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import { Ajv } from 'ajv';
 import { CodedError } from '../core/errors.js';
+import { NO_SLICES, type Slices } from '../core/slices.js';
 import { HINT, KnownKeys } from './known-keys.js';
 
 /** A limit of null means unlimited. */
@@ -42,35 +43,33 @@ export const sha256Hex = (s: string): string => hash('sha256', s, 'hex');
 
 const limit = { type: ['integer', 'null'], minimum: 1 };
 const ajv = new Ajv({ allErrors: false, strict: true, strictRequired: false, allowUnionTypes: true });
+const entrySchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    key: { type: 'string', minLength: 1 },
+    sha256: { type: 'string', pattern: '^[0-9a-fA-F]{64}$' },
+    name: { type: 'string', minLength: 1 },
+    disabled: { type: 'boolean' },
+    expires_at: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})$' },
+    limits: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { per_window: limit, window_s: limit, daily: limit, subnets: limit },
+    },
+  },
+  oneOf: [{ required: ['key'] }, { required: ['sha256'] }],
+};
 const validateKeysFile = ajv.compile<{ keys: RawEntry[] }>({
   type: 'object',
   required: ['keys'],
   additionalProperties: false,
-  properties: {
-    keys: {
-      type: 'array',
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        properties: {
-          key: { type: 'string', minLength: 1 },
-          sha256: { type: 'string', pattern: '^[0-9a-fA-F]{64}$' },
-          name: { type: 'string', minLength: 1 },
-          disabled: { type: 'boolean' },
-          expires_at: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})$' },
-          limits: {
-            type: 'object',
-            additionalProperties: false,
-            properties: { per_window: limit, window_s: limit, daily: limit, subnets: limit },
-          },
-        },
-        oneOf: [{ required: ['key'] }, { required: ['sha256'] }],
-      },
-    },
-  },
+  properties: { keys: { type: 'array', items: entrySchema } },
 });
+/** One entry of the keys array, as the file's schema checks it. */
+export const validKeyEntry = ajv.compile<RawEntry>(entrySchema);
 
-interface RawEntry {
+export interface RawEntry {
   key?: string;
   sha256?: string;
   name?: string;
@@ -169,56 +168,196 @@ export function parseKeys(text: string): KeysData {
   }
   if (!validateKeysFile(doc)) throw new CodedError('E_KEYS_INVALID', `keys file rejected: ${describeError(doc)}`);
   const raws = doc.keys;
-  const n = raws.length;
-  if (n > MAX_KEYS) throw new CodedError('E_KEYS_INVALID', `keys file rejected: ${n} keys, more than the ${MAX_KEYS} a file may hold`);
-  const hex = raws.map((raw) => (raw.sha256 !== undefined ? raw.sha256.toLowerCase() : sha256Hex(raw.key!)));
-  const order = Array.from({ length: n }, (_, i) => i);
-  order.sort((a, b) => (hex[a] < hex[b] ? -1 : hex[a] > hex[b] ? 1 : a - b));
-  // The first entry, in the file's order, that is wrong: a key seen before, or a date that is none.
-  let repeat = n;
-  for (let p = 1; p < n; p++) if (hex[order[p]] === hex[order[p - 1]]) repeat = Math.min(repeat, order[p]);
-  const expiresAt = raws.map((raw) => (raw.expires_at === undefined ? NaN : Date.parse(raw.expires_at)));
-  const badDate = raws.findIndex((raw, i) => raw.expires_at !== undefined && Number.isNaN(expiresAt[i]));
-  if (repeat < n && (badDate < 0 || repeat <= badDate)) throw new CodedError('E_KEYS_INVALID', `keys file rejected: keys[${repeat}] repeats an earlier key`);
-  if (badDate >= 0) throw new CodedError('E_KEYS_INVALID', `keys file rejected: keys[${badDate}] expires_at is not a valid date`);
+  if (raws.length > MAX_KEYS) throw new CodedError('E_KEYS_INVALID', `keys file rejected: ${raws.length} keys, more than the ${MAX_KEYS} a file may hold`);
+  const builder = new KeysBuilder(NO_SLICES, raws.length);
+  for (const raw of raws) builder.add(raw);
+  return builder.finish();
+}
 
-  const d: KeysData = {
-    count: n,
-    ids: shared(Uint8Array, n * 32),
-    prefixes: shared(Uint32Array, n),
-    expires: shared(Float64Array, n),
-    usableUntil: shared(Float64Array, n),
-    sameLimits: true,
-    limits: shared(Float64Array, n * 4),
-    flags: shared(Uint8Array, n),
-    nameOffsets: shared(Uint32Array, n + 1),
-    names: shared(Uint8Array, raws.reduce((sum, raw) => sum + (raw.name === undefined ? 0 : Buffer.byteLength(raw.name)), 0)),
-    positions: shared(Uint32Array, n),
-    plainKeys: raws.filter((raw) => raw.key !== undefined).length,
-  };
-  const names = Buffer.from(d.names.buffer, d.names.byteOffset, d.names.byteLength);
-  const ids = Buffer.from(d.ids.buffer, d.ids.byteOffset, d.ids.byteLength);
-  let offset = 0;
-  for (let p = 0; p < n; p++) {
-    const i = order[p];
-    const raw = raws[i];
-    d.positions[i] = p;
-    ids.write(hex[i], p * 32, 'hex');
-    d.prefixes[p] = ids.readUInt32BE(p * 32);
-    d.expires[p] = expiresAt[i];
-    d.flags[p] = raw.disabled === true ? DISABLED : 0;
-    d.usableUntil[p] = raw.disabled === true ? -Infinity : Number.isNaN(expiresAt[i]) ? Infinity : expiresAt[i];
-    const l = raw.limits ?? {};
-    const set = [orDefault(l.per_window, DEFAULT_LIMITS.perWindow), orDefault(l.window_s, DEFAULT_LIMITS.windowS), orDefault(l.daily, DEFAULT_LIMITS.daily), orDefault(l.subnets, DEFAULT_LIMITS.subnets)];
-    for (let k = 0; k < 4; k++) {
-      d.limits[p * 4 + k] = set[k] ?? NO_LIMIT;
-      if (d.limits[p * 4 + k] !== d.limits[k]) d.sameLimits = false;
-    }
-    d.nameOffsets[p] = offset;
-    if (raw.name !== undefined) offset += names.write(raw.name, offset, 'utf8');
+/** Room for `n` items of an array like `a`, its first `used` copied. */
+function grown<T extends Uint8Array | Uint32Array | Float64Array>(a: T, used: number, n: number): T {
+  if (n <= a.length) return a;
+  const b = new (a.constructor as new (n: number) => T)(Math.max(n, a.length * 2));
+  b.set(a.subarray(0, used));
+  return b;
+}
+
+/**
+ * A keys file's entries, added one at a time in the file's order (each
+ * checked by the schema), made into KeysData: what an entry says is kept in
+ * typed arrays as it is added, never as an object per key, and the sort and
+ * the fill pause between items (`slices`) when a thread reads a large file.
+ */
+export class KeysBuilder {
+  private n = 0;
+  private digests: Uint8Array;
+  /** The digests' bytes as a Buffer, to write hex into. */
+  private digestBytes: Buffer;
+  private expires: Float64Array;
+  private limits: Float64Array;
+  private flags: Uint8Array;
+  /** Where each entry's name ends in `names`. */
+  private nameEnds: Uint32Array;
+  private names = new Uint8Array(1024);
+  private nameBytes = 0;
+  private plain = 0;
+  /** The first entry whose expires_at is no date, or -1. */
+  private badDate = -1;
+
+  /** `capacity`: the entries expected, so that the arrays are made once. */
+  constructor(private readonly slices: Slices = NO_SLICES, capacity = 64) {
+    const n = Math.max(1, capacity);
+    this.digests = new Uint8Array(32 * n);
+    this.digestBytes = Buffer.from(this.digests.buffer);
+    this.expires = new Float64Array(n);
+    this.limits = new Float64Array(4 * n);
+    this.flags = new Uint8Array(n);
+    this.nameEnds = new Uint32Array(n);
   }
-  d.nameOffsets[n] = offset;
-  return d;
+
+  get count(): number {
+    return this.n;
+  }
+
+  add(raw: RawEntry): void {
+    const i = this.n++;
+    const room = i + 1;
+    if (room > this.flags.length) {
+      this.digests = grown(this.digests, i * 32, room * 32);
+      this.digestBytes = Buffer.from(this.digests.buffer);
+      this.expires = grown(this.expires, i, room);
+      this.limits = grown(this.limits, i * 4, room * 4);
+      this.flags = grown(this.flags, i, room);
+      this.nameEnds = grown(this.nameEnds, i, room);
+    }
+    if (raw.sha256 !== undefined) this.digestBytes.write(raw.sha256, i * 32, 'hex');
+    else {
+      this.digests.set(hash('sha256', raw.key!, 'buffer') as unknown as Uint8Array, i * 32);
+      this.plain++;
+    }
+    const at = raw.expires_at === undefined ? NaN : Date.parse(raw.expires_at);
+    if (raw.expires_at !== undefined && Number.isNaN(at) && this.badDate < 0) this.badDate = i;
+    this.expires[i] = at;
+    this.flags[i] = raw.disabled === true ? DISABLED : 0;
+    const l = raw.limits ?? {};
+    this.limits[i * 4] = orDefault(l.per_window, DEFAULT_LIMITS.perWindow) ?? NO_LIMIT;
+    this.limits[i * 4 + 1] = orDefault(l.window_s, DEFAULT_LIMITS.windowS) ?? NO_LIMIT;
+    this.limits[i * 4 + 2] = orDefault(l.daily, DEFAULT_LIMITS.daily) ?? NO_LIMIT;
+    this.limits[i * 4 + 3] = orDefault(l.subnets, DEFAULT_LIMITS.subnets) ?? NO_LIMIT;
+    if (raw.name !== undefined) {
+      const bytes = Buffer.byteLength(raw.name);
+      this.names = grown(this.names, this.nameBytes, this.nameBytes + bytes);
+      this.nameBytes += Buffer.from(this.names.buffer).write(raw.name, this.nameBytes, 'utf8');
+    }
+    this.nameEnds[i] = this.nameBytes;
+  }
+
+  /** The keys in the digests' order; throws for the first entry, in the file's order, that repeats a key or has no date. */
+  finish(): KeysData {
+    const n = this.n;
+    const order = this.sorted();
+    let repeat = n;
+    for (let p = 1; p < n; p++) {
+      this.slices.tick();
+      if (compareDigests(this.digests, order[p], order[p - 1]) === 0) repeat = Math.min(repeat, order[p]);
+    }
+    const badDate = this.badDate;
+    if (repeat < n && (badDate < 0 || repeat <= badDate)) throw new CodedError('E_KEYS_INVALID', `keys file rejected: keys[${repeat}] repeats an earlier key`);
+    if (badDate >= 0) throw new CodedError('E_KEYS_INVALID', `keys file rejected: keys[${badDate}] expires_at is not a valid date`);
+
+    const d: KeysData = {
+      count: n,
+      ids: shared(Uint8Array, n * 32),
+      prefixes: shared(Uint32Array, n),
+      expires: shared(Float64Array, n),
+      usableUntil: shared(Float64Array, n),
+      sameLimits: true,
+      limits: shared(Float64Array, n * 4),
+      flags: shared(Uint8Array, n),
+      nameOffsets: shared(Uint32Array, n + 1),
+      names: shared(Uint8Array, this.nameBytes),
+      positions: shared(Uint32Array, n),
+      plainKeys: this.plain,
+    };
+    // Locals: the loop runs once per key.
+    const { ids, prefixes, expires, usableUntil, limits, flags, nameOffsets, names, positions } = d;
+    const from32 = new Int32Array(this.digests.buffer, 0, n * 8);
+    const to32 = new Int32Array(ids.buffer, 0, n * 8);
+    const view = new DataView(this.digests.buffer);
+    const ends = this.nameEnds;
+    let offset = 0;
+    for (let p = 0; p < n; p++) {
+      this.slices.tick();
+      const i = order[p];
+      positions[i] = p;
+      for (let w = 0; w < 8; w++) to32[p * 8 + w] = from32[i * 8 + w];
+      prefixes[p] = view.getUint32(i * 32);
+      const at = this.expires[i];
+      expires[p] = at;
+      flags[p] = this.flags[i];
+      usableUntil[p] = this.flags[i] === DISABLED ? -Infinity : Number.isNaN(at) ? Infinity : at;
+      for (let k = 0; k < 4; k++) {
+        const l = this.limits[i * 4 + k];
+        limits[p * 4 + k] = l;
+        if (l !== limits[k]) d.sameLimits = false;
+      }
+      nameOffsets[p] = offset;
+      const start = i === 0 ? 0 : ends[i - 1];
+      for (let b = start; b < ends[i]; b++) names[offset++] = this.names[b];
+    }
+    d.nameOffsets[n] = offset;
+    return d;
+  }
+
+  /**
+   * Entries in the order of their digests, those with the same digest in the
+   * file's order: counted into buckets by the first two bytes (stable), then
+   * each bucket, a handful of entries, sorted by the rest.
+   */
+  private sorted(): Uint32Array {
+    const n = this.n;
+    const digests = this.digests;
+    const starts = new Uint32Array(65537);
+    for (let i = 0; i < n; i++) {
+      this.slices.tick();
+      starts[((digests[i * 32] << 8) | digests[i * 32 + 1]) + 1]++;
+    }
+    for (let b = 1; b <= 65536; b++) starts[b] += starts[b - 1];
+    const order = new Uint32Array(n);
+    const next = starts.slice(0, 65536);
+    for (let i = 0; i < n; i++) {
+      this.slices.tick();
+      order[next[(digests[i * 32] << 8) | digests[i * 32 + 1]]++] = i;
+    }
+    for (let b = 0; b < 65536; b++) {
+      this.slices.tick();
+      const from = starts[b];
+      const to = starts[b + 1];
+      if (to - from < 2) continue;
+      if (to - from > 64) {
+        // Digests given as such by an operator need not spread: a general sort, stable.
+        const bucket = Array.from(order.subarray(from, to)).sort((x, y) => compareDigests(digests, x, y) || x - y);
+        order.set(bucket, from);
+        continue;
+      }
+      for (let j = from + 1; j < to; j++) {
+        const item = order[j];
+        let k = j;
+        for (; k > from && compareDigests(digests, order[k - 1], item) > 0; k--) order[k] = order[k - 1];
+        order[k] = item;
+      }
+    }
+    return order;
+  }
+}
+
+/** The order of entries `a` and `b` by their digests' bytes. */
+function compareDigests(digests: Uint8Array, a: number, b: number): number {
+  for (let k = 0; k < 32; k++) {
+    const d = digests[a * 32 + k] - digests[b * 32 + k];
+    if (d !== 0) return d;
+  }
+  return 0;
 }
 
 /** Limits objects by their four numbers: keys with the same limits share one. */

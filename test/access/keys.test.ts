@@ -3,7 +3,9 @@ import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DEFAULT_LIMITS, KeyTable, sha256Hex, type KeysData } from '../../src/access/keys.js';
+import { DEFAULT_LIMITS, KeyTable, parseKeys, sha256Hex, type KeysData } from '../../src/access/keys.js';
+import { keysOf, readKeysFile } from '../../src/access/keys-file.js';
+import { NO_SLICES } from '../../src/core/slices.js';
 import { readKeysOffThread } from '../../src/access/keys-thread.js';
 import { writeFileAtomic } from '../../src/core/atomic-write.js';
 import { encodeSnapshot, generateRecords } from '../../src/snapshot/generate.js';
@@ -87,6 +89,77 @@ file('invalid files are rejected with a message naming the entry', () => {
   rejects({ keys: [{ sha256: 'abc' }] }, 'keys[0] sha256 must match pattern');
   rejects({ keys: [{ key: 'a', expires_at: 'tomorrow' }] }, 'keys[0] expires_at must match pattern');
   rejects({ keys: [{ key: 'a' }, { sha256: sha256Hex('a') }] }, 'keys[1] repeats an earlier key');
+});
+
+/** What the keys thread reads from `text`, and how many times it could have paused. */
+const readInSlices = (text: string): { data: KeysData; ticks: number } => {
+  const path = join(tempDir(), 'keys.json');
+  writeFileSync(path, text);
+  let ticks = 0;
+  return { data: readKeysFile(path, { tick: () => ticks++ }), ticks };
+};
+const sameData = (a: KeysData, b: KeysData, what: string) => {
+  for (const [name, value] of Object.entries(a)) {
+    const other = (b as unknown as Record<string, unknown>)[name];
+    if (ArrayBuffer.isView(value)) assert.ok(Buffer.from(value.buffer, value.byteOffset, value.byteLength).equals(Buffer.from((other as Uint8Array).buffer, (other as Uint8Array).byteOffset, (other as Uint8Array).byteLength)), `${what}: ${name}`);
+    else assert.is(other, value, `${what}: ${name}`);
+  }
+};
+const rejectsAlike = (text: string, what: string) => {
+  let expected = '';
+  try {
+    parseKeys(text);
+  } catch (err) {
+    expected = (err as Error).message;
+  }
+  assert.ok(expected !== '', `${what}: parseKeys accepts it`);
+  try {
+    readInSlices(text);
+  } catch (err) {
+    assert.is((err as Error).message, expected, what);
+    return;
+  }
+  assert.unreachable(`${what}: read in slices, accepted`);
+};
+
+file('read in slices, a file gives the same table as parsed whole, and a wrong file the same error', () => {
+  // Entries of every kind, with names that hold quotes, backslashes, brackets, commas and non-ASCII, over many batches.
+  const entries = Array.from({ length: 4000 }, (_, i) => ({
+    ...(i % 3 === 0 ? { sha256: (i % 2 ? sha256Hex(`k${i}`).toUpperCase() : sha256Hex(`k${i}`)) } : { key: `k${i}` }),
+    ...(i % 5 === 0 ? { name: `n "${i} {[, ключ ${i} \\` } : {}),
+    ...(i % 7 === 0 ? { disabled: i % 2 === 0 } : {}),
+    ...(i % 11 === 0 ? { expires_at: `2027-0${1 + (i % 9)}-01T00:00:00Z` } : {}),
+    ...(i % 13 === 0 ? { limits: { per_window: i % 2 ? null : 3, daily: 100 + i } } : {}),
+  }));
+  // Read a batch at a time (a chance to pause at each entry), or, for a file of another shape, whole.
+  for (const [what, text, batched] of [
+    ['compact', JSON.stringify({ keys: entries }), true],
+    ['indented', JSON.stringify({ keys: entries }, null, 2), true],
+    ['empty', ' { "keys" : [ \n ] } \n', true],
+    ['one', '{"keys":[{"key":"only"}]}', true],
+    ['the same limits', JSON.stringify({ keys: entries.map((e, i) => ({ key: `same-${i}`, ...(e.name ? { name: e.name } : {}) })) }), true],
+    ['keys twice: the last counts', JSON.stringify({ keys: entries }).slice(0, -1) + ',"keys":[{"key":"later"}]}', false],
+    ['a name written with escapes', JSON.stringify({ keys: entries }).replace('"keys"', '"\\u006beys"'), false],
+  ] as const) {
+    const { data, ticks } = readInSlices(text);
+    sameData(data, parseKeys(text), what);
+    assert.is(keysOf(Buffer.from(text), NO_SLICES) !== null, batched, `${what}: read a batch at a time`);
+    if (batched) assert.ok(ticks >= data.count, `${what}: ${ticks} chances to pause for ${data.count} keys`);
+  }
+  const compact = JSON.stringify({ keys: entries });
+  const at = (n: number) => compact.indexOf(`"k${n}"`);
+  rejectsAlike(compact.slice(0, -2) + ',]}', 'a comma after the last entry');
+  rejectsAlike(compact.replace('"k3999"}', '"k3999"},]}').slice(0, -2), 'a comma before the end');
+  rejectsAlike(compact.slice(0, at(2500)) + '"k2500", "bogus": 1' + compact.slice(at(2500) + '"k2500"'.length), 'an unknown field deep in the file');
+  rejectsAlike(compact.replace('"k3998"', '"k1"'), 'a key repeated at the end');
+  rejectsAlike(compact.replace('"k2"', '"k3997"').replace('2027-04-01T00:00:00Z', '2027-13-45T00:00:00Z'), 'a repeat and a date that is none: the first in the file wins');
+  rejectsAlike(compact.slice(0, -1) + ',"other":1}', 'another field after the keys');
+  rejectsAlike('\ufeff' + compact, 'a byte order mark');
+  rejectsAlike('{"keys":[\u00a0]}', 'a space that JSON does not know');
+  rejectsAlike(compact.slice(0, at(1234)) + '"k1234}' + compact.slice(at(1234) + 7), 'a quote missing');
+  rejectsAlike(compact.slice(0, at(3000) - 7) + ']' + compact.slice(at(3000) - 7), 'an array closed early');
+  rejectsAlike(compact + 'x', 'text after the end');
+  rejectsAlike(compact.slice(0, -3), 'cut short');
 });
 
 file.run();

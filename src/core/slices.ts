@@ -1,0 +1,35 @@
+/**
+ * Work in slices on a thread of its own: after each slice of about a
+ * millisecond the thread sleeps briefly, so a serving thread that shares its
+ * core runs then and never waits behind more than one slice (the kernel's
+ * own time slice is several times longer).
+ */
+export interface Slices {
+  /** Called between items of work (`weight` items' worth); pauses when the slice is spent. */
+  tick(weight?: number): void;
+}
+
+/** No pauses: work on an event loop, or in tests, in one go. */
+export const NO_SLICES: Slices = { tick() {} };
+
+const SLICE_MS = 1;
+const PAUSE_MS = 0.2;
+/** Items of work between two readings of the clock. */
+const CHECK_EVERY = 16;
+
+export class TimedSlices implements Slices {
+  private readonly sleeper = new Int32Array(new SharedArrayBuffer(4));
+  private started = performance.now();
+  private items = 0;
+  /** Pauses taken: how many slices the work took, less one. */
+  pauses = 0;
+
+  tick(weight = 1): void {
+    if ((this.items += weight) < CHECK_EVERY) return;
+    this.items = 0;
+    if (performance.now() - this.started < SLICE_MS) return;
+    Atomics.wait(this.sleeper, 0, 0, PAUSE_MS);
+    this.pauses++;
+    this.started = performance.now();
+  }
+}
