@@ -12,7 +12,11 @@
  * the server's peak RSS (VmHWM) and its longest event-loop delay
  * (from its own /metrics, which prom-client reads with monitorEventLoopDelay).
  * Servers on core 0, wrk on core 1.
- * Run: npm run bench -- burst [--quick] [--engine uws|node] [--runs N] [--cli PATH]
+ * With --probe, the small queries come from the prober (bench/probe.ts: one
+ * connection, one query after another, timed to the last byte) and the big
+ * readers run at the lowest priority (nice 19), so the load core serves the
+ * small client first and its figures are the server's.
+ * Run: npm run bench -- burst [--quick] [--probe] [--engine uws|node] [--runs N] [--cli PATH]
  *   (--quick: 200,000 records, 1 run; --cli: another build's dist/src/cli/main.js)
  */
 import { type ChildProcess } from 'node:child_process';
@@ -21,9 +25,10 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../support/ports.js';
-import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, option, round2, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult, wrk, type WrkResult } from './harness.js';
+import { BENCH_KEY, captureBodies, CLI, generateSnapshot, median, option, probe, round2, sleep, startPinned, startWrk, stop, waitFor, writeBenchKeys, writeResult, wrk, type ProbeSample, type WrkResult } from './harness.js';
 
 const quick = process.argv.includes('--quick');
+const PROBE = process.argv.includes('--probe');
 const RUNS = Number(option('runs') ?? (quick ? 1 : 3));
 const ENGINE = option('engine') ?? 'uws';
 /** Each engine against the bare server of its own kind, serving the same bytes. */
@@ -49,12 +54,19 @@ interface Row { name: string; big_rps: number; big_mb_per_s: number; small_p50_m
 /** One burst against `port`: the big readers in the background, the small client measured in the foreground. */
 async function burst(port: number, bigPath: string, readers: number, smallPaths: string[], work: string, server: boolean): Promise<Omit<Row, 'name' | 'peak_rss_mb'>> {
   if (server) await loopDelayMaxMs(port); // the maximum is kept since the last scrape
-  const big = startWrk(port, [bigPath], work, { connections: readers });
+  const big = startWrk(port, [bigPath], work, { connections: readers, ...(PROBE ? { nice: 19 } : {}) });
   await sleep(1000);
-  const small: WrkResult = wrk(port, smallPaths, SECONDS, work, { connections: 1, tag: 'small' });
+  const small = PROBE ? probed(await probe(port, smallPaths, SECONDS * 1000, work)) : wrk(port, smallPaths, SECONDS, work, { connections: 1, tag: 'small' });
   const b = await big.finish();
   const delay = server ? { loop_delay_max_ms: await loopDelayMaxMs(port) } : {};
   return { big_rps: Math.round((b.rps) * 10) / 10, big_mb_per_s: b.mb_per_s, small_p50_ms: small.p50_ms, small_p99_ms: small.p99_ms, small_rps: small.rps, errors: b.errors + small.errors, ...delay };
+}
+
+/** The prober's answers as wrk's figures: answers per second, p50 and p99. */
+function probed(samples: ProbeSample[]): Pick<WrkResult, 'rps' | 'p50_ms' | 'p99_ms' | 'errors'> {
+  const ms = samples.map((x) => x.ms).sort((a, b) => a - b);
+  const at = (q: number): number => round2(ms[Math.min(ms.length - 1, Math.floor(ms.length * q))]);
+  return { rps: Math.round(samples.length / SECONDS), p50_ms: at(0.5), p99_ms: at(0.99), errors: 0 };
 }
 
 async function runCase(c: (typeof cases)[number], work: string): Promise<Record<string, unknown>> {
@@ -79,6 +91,12 @@ async function runCase(c: (typeof cases)[number], work: string): Promise<Record<
     // Alternating, so that the machine's drift touches both alike.
     const ours: Array<Omit<Row, 'name' | 'peak_rss_mb'>> = [];
     const top: Array<Omit<Row, 'name' | 'peak_rss_mb'>> = [];
+    // With the prober: the small queries alone first, on an idle server and ceiling.
+    const alone: Array<{ server: ReturnType<typeof probed>; ceiling: ReturnType<typeof probed> }> = [];
+    for (let i = 0; PROBE && i < RUNS; i++) {
+      alone.push({ server: probed(await probe(serverPort, smallPaths, SECONDS * 1000, work)), ceiling: probed(await probe(ceilingPort, smallPaths, SECONDS * 1000, work)) });
+      console.error(`[${c.records}] alone, run ${i + 1}: ${JSON.stringify(alone[i])}`);
+    }
     for (let i = 0; i < RUNS; i++) {
       ours.push(await burst(serverPort, bigPath, c.readers, smallPaths, work, true));
       top.push(await burst(ceilingPort, bigPath, c.readers, smallPaths, work, false));
@@ -97,7 +115,9 @@ async function runCase(c: (typeof cases)[number], work: string): Promise<Record<
         small_p50: ratios((r) => r.small_p50_ms),
         small_p99: ratios((r) => r.small_p99_ms),
         big_rate: ratios((r) => r.big_mb_per_s),
+        ...(PROBE ? { alone_p50: alone.map((a) => round2(a.server.p50_ms / a.ceiling.p50_ms)), alone_p99: alone.map((a) => round2(a.server.p99_ms / a.ceiling.p99_ms)) } : {}),
       },
+      ...(PROBE ? { alone } : {}),
     };
   } finally {
     await stop(server);
@@ -122,8 +142,8 @@ const work = mkdtempSync(join(tmpdir(), 'proxylist-burst-'));
 try {
   const results = [];
   for (const c of cases) results.push(await runCase(c, work));
-  const doc = { date: new Date().toISOString(), cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, engine: ENGINE, runs: RUNS, seconds: SECONDS, small_queries: SMALL, results };
-  writeResult(`burst-${ENGINE}${quick ? '-quick' : ''}`, doc, false);
+  const doc = { date: new Date().toISOString(), cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, engine: ENGINE, small_client: PROBE ? 'prober, big readers at nice 19' : 'wrk, 1 connection', runs: RUNS, seconds: SECONDS, small_queries: SMALL, results };
+  writeResult(`burst-${ENGINE}${quick ? '-quick' : ''}${PROBE ? '-probe' : ''}`, doc, false);
   console.log('| records | contender | big bodies/s | MB/s | small p50 ms | small p99 ms | peak RSS MB | longest loop delay ms | errors |\n|---|---|---|---|---|---|---|---|---|');
   for (const r of results as Array<{ records: number; rows: Row[] }>) {
     for (const row of r.rows) console.log(`| ${r.records.toLocaleString('en')} | ${row.name} | ${row.big_rps} | ${row.big_mb_per_s} | ${row.small_p50_ms} | ${row.small_p99_ms} | ${row.peak_rss_mb} | ${row.loop_delay_max_ms ?? '-'} | ${row.errors} |`);

@@ -162,6 +162,8 @@ export interface WrkOptions {
   /** wrk's threads, and the cores (a taskset list) it runs on: by default 1 thread on the load core. */
   threads?: number;
   cores?: string;
+  /** wrk's scheduling priority (nice), for a load that yields its core to a measured client. */
+  nice?: number;
 }
 
 function wrkArgs(port: number, paths: readonly string[], duration: string, workDir: string, o: WrkOptions): { args: string[]; env: NodeJS.ProcessEnv } {
@@ -196,7 +198,8 @@ const BACKGROUND_LOAD_S = 900;
 export function startWrk(port: number, paths: readonly string[], workDir: string, o: WrkOptions = {}): { pid: number; finish(): Promise<WrkResult> } {
   // Bounded in time even if this process is killed before it finishes the run.
   const { args, env } = wrkArgs(port, paths, `${BACKGROUND_LOAD_S}s`, workDir, { tag: 'background', ...o });
-  const load = spawn('taskset', args, { env });
+  // nice and taskset each run the next command in their own process: the pid stays wrk's.
+  const load = o.nice === undefined ? spawn('taskset', args, { env }) : spawn('nice', ['-n', String(o.nice), 'taskset', ...args], { env });
   const orphaned = (): void => {
     load.kill('SIGKILL');
   };

@@ -28,7 +28,7 @@ const BENCHES: Bench[] = [
   { name: 'http', file: 'http-bench.js', line: 'the query mix against this server (cache on and off), the ceiling, nginx with the same bodies and the naive server', options: '[--quick]' },
   { name: 'tls', file: 'tls.js', line: 'HTTPS: small answers, new TLS connections and a big body against nginx over TLS; plain HTTP against another build', options: '[--quick] [--records N] [--baseline CLI]' },
   { name: 'latency', file: 'latency.js', line: 'latency by size of answer against the ceiling and nginx (the latency mix, in gzip, small answers), and small answers over time during a burst (an SVG)', options: '[--quick] [--records N] [--only mix,gzip,small,burst]' },
-  { name: 'burst', file: 'burst.js', line: '30 readers of a 70 MB body beside small queries, against the bare server of the engine: fairness and memory', options: '[--quick] [--engine uws|node] [--runs N] [--cli PATH]' },
+  { name: 'burst', file: 'burst.js', line: '30 readers of a 70 MB body beside small queries, against the bare server of the engine: fairness and memory', options: '[--quick] [--probe] [--engine uws|node] [--runs N] [--cli PATH]' },
   { name: 'rate', file: 'fixed-rate.js', line: 'latency at a fixed offered rate on the query mix, against the ceiling' },
   { name: 'new-connections', file: 'new-connections.js', line: 'one client alone, each small query on a new connection, against the ceiling' },
   { name: 'engine', file: 'engine.js', node: ['--max-old-space-size=8192'], line: 'the query engine in process against the naive reference: µs per query, the whole dump', options: '[--records N]' },
