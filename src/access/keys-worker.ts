@@ -3,7 +3,7 @@
  * million keys takes seconds, which the event loop must not wait for. What
  * it makes is a few typed arrays in shared memory, handed over without a copy.
  * It reads in slices with a pause between them (keys-file.ts), so a serving
- * thread on the same core waits behind one slice at most.
+ * thread on the same core mostly waits behind one slice, not the kernel's.
  */
 import { parentPort } from 'node:worker_threads';
 import { CodedError, messageOf } from '../core/errors.js';

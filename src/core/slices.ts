@@ -1,8 +1,9 @@
 /**
  * Work in slices on a thread of its own: after each slice of about a
  * millisecond the thread sleeps briefly, so a serving thread that shares its
- * core runs then and never waits behind more than one slice (the kernel's
- * own time slice is several times longer).
+ * core runs then, rather than waiting out the kernel's time slice, several
+ * times longer (what the thread's start and the engine's own compilation
+ * take is not sliced).
  */
 export interface Slices {
   /** Called between items of work (`weight` items' worth); pauses when the slice is spent. */
@@ -21,15 +22,12 @@ export class TimedSlices implements Slices {
   private readonly sleeper = new Int32Array(new SharedArrayBuffer(4));
   private started = performance.now();
   private items = 0;
-  /** Pauses taken: how many slices the work took, less one. */
-  pauses = 0;
 
   tick(weight = 1): void {
     if ((this.items += weight) < CHECK_EVERY) return;
     this.items = 0;
     if (performance.now() - this.started < SLICE_MS) return;
     Atomics.wait(this.sleeper, 0, 0, PAUSE_MS);
-    this.pauses++;
     this.started = performance.now();
   }
 }
