@@ -22,7 +22,7 @@ for (const cache of [true, false]) {
     const whole = Buffer.from(await (await t.get(DUMP)).arrayBuffer());
     assert.ok(whole.length > 20_000_000, `the dump is only ${whole.length} bytes`);
     const small = await (await t.api(SMALL)).text();
-    const slow = throttledRead(t.server.port, DUMP, atRate(100_000, 5000));
+    const slow = throttledRead(t.server.port, DUMP, atRate(100_000, 3000));
     let slowDone = false;
     void slow.then(() => (slowDone = true), () => (slowDone = true));
     const other = await RawConnection.open(t.server.port);
@@ -36,7 +36,7 @@ for (const cache of [true, false]) {
     assert.not.ok(slowDone, 'the others were answered while the slow reader read');
     const { head, body, throttledBytes: slowBytes } = await slow;
     assert.match(head, 'HTTP/1.1 200 OK');
-    assert.ok(slowBytes < 5 * 100_000 * 2, `${slowBytes} bytes read in the slow phase: the reader was not slow`);
+    assert.ok(slowBytes < 3 * 100_000 * 2, `${slowBytes} bytes read in the slow phase: the reader was not slow`);
     assert.ok(body.equals(whole), 'the slow body equals the fast one');
   });
 
@@ -68,7 +68,8 @@ for (const cache of [true, false]) {
     });
   }
 
-  test('a reader that stops for 15 s mid-body, longer than the idle timeout of uWebSockets.js, still gets all of it', async ({ t }) => {
+  // The engine's idle timeout does not depend on where the body comes from: the streamed production (cache off) is the case kept.
+  if (!cache) test('a reader that stops for 15 s mid-body, longer than the idle timeout of uWebSockets.js, still gets all of it', async ({ t }) => {
     const whole = Buffer.from(await (await t.get(DUMP)).arrayBuffer());
     let paused = false;
     const { body } = await throttledRead(t.server.port, DUMP, (received) => {
@@ -127,6 +128,23 @@ abort('200 clients that abort a 20 MB body after 64 KB leave no response behind 
   const res = await t.api('count=3');
   assert.is(res.status, 200);
   assert.is((await res.text()).split('\n').length, 4);
+});
+
+abort('clients that pipeline 100 requests and reset leave no answer pending', async ({ t }) => {
+  const pipelined = `GET /api?key=${TEST_KEY}&count=1 HTTP/1.1\r\nHost: test\r\n\r\n`.repeat(100);
+  // Reset as soon as the requests are written, or a moment later: the service reads them and answers to a socket that is gone.
+  for (const delayMs of [0, 1, 5]) {
+    await Promise.all(Array.from({ length: 20 }, () => new Promise<void>((resolve, reject) => {
+      const socket: Socket = connect({ port: t.server.port, host: '127.0.0.1' });
+      socket.on('connect', () => socket.write(pipelined, () => setTimeout(() => {
+        socket.resetAndDestroy();
+        resolve();
+      }, delayMs)));
+      socket.on('error', reject);
+    })));
+  }
+  // Answers queued for a connection that is gone would stay counted until they were given up, a minute later.
+  await eventually(async () => (await streamingGauge(t)) === 0, 3000, 'no answer left pending');
 });
 
 abort.run();

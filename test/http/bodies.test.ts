@@ -66,7 +66,7 @@ for (const setup of setups) {
   });
 
   test('readers at different speeds, one at 100 KB/s and one pausing, get whole and identical bodies', async ({ t }) => {
-    const slow = throttledRead(t.server.port, DUMP, atRate(100_000, 3000));
+    const slow = throttledRead(t.server.port, DUMP, atRate(100_000, 2000));
     let paused = false;
     const pausing = throttledRead(t.server.port, DUMP, (received) => {
       if (paused || received < 3_000_000) return 0;
@@ -94,7 +94,7 @@ for (const setup of setups) {
     for (const q of ['get=json&time=3000', 'get=json&time=3000&format=object&lang=en&split_ip=1']) {
       const path = `/api?key=${TEST_KEY}&${q}`;
       // A slow reader keeps the production under way while the clock moves on and rows leave the window.
-      const slow = throttledRead(t.server.port, path, atRate(200_000, 3000));
+      const slow = throttledRead(t.server.port, path, atRate(200_000, 2000));
       await new Promise((r) => setTimeout(r, 300));
       const before = await counters(t);
       t.clock.advance(45_000);

@@ -93,6 +93,12 @@ export class NodeConnection {
    * will be).
    */
   private lastRes: ServerResponse | null = null;
+  /**
+   * Answers Node holds until the socket is theirs (pipelined behind one
+   * being written), and what to call if the socket closes first: Node
+   * drops them then without a 'close' (node-exchange.ts).
+   */
+  private queuedAnswers: Map<ServerResponse, () => void> | null = null;
   /** Requests seen. */
   requests = 0;
   /** When this connection was accepted or its newest request arrived. */
@@ -151,6 +157,22 @@ export class NodeConnection {
       return;
     }
     this.start(req, res);
+  }
+
+  /** `aborted` runs if the socket closes before `res`, which waits for it, is written. */
+  watchQueued(res: ServerResponse, aborted: () => void): void {
+    const answers = (this.queuedAnswers ??= new Map());
+    answers.set(res, aborted);
+    res.once('finish', () => answers.delete(res));
+  }
+
+  /** The socket closed: answers still waiting for it are aborted. */
+  closed(): void {
+    this.state.open.delete(this);
+    const answers = this.queuedAnswers;
+    if (answers === null) return;
+    this.queuedAnswers = null;
+    for (const aborted of answers.values()) aborted();
   }
 
   /** A request or response is in progress on this connection: one to answer, or an answer not all on the socket. */
@@ -290,8 +312,7 @@ function failed(this: Socket): void {
   this.destroy();
 }
 function closed(this: Socket): void {
-  const conn = connectionOf(this);
-  if (conn) conn.state.open.delete(conn);
+  connectionOf(this)?.closed();
 }
 
 /** The queue of a connection that has not needed one. */

@@ -109,6 +109,8 @@ export class NodeExchange extends Exchange {
     this.res.once('close', () => {
       if (!this.res.writableFinished) aborted();
     });
+    // The answer to a pipelined request waits for the socket behind those before it, and Node says nothing of it when the socket closes first.
+    if (this.res.socket === null) this.conn.watchQueued(this.res, aborted);
   }
 
   cork(write: () => void): void {
