@@ -3,9 +3,10 @@
  * server of each engine (docs/operations.md, Memory):
  *   - its load: the time until the server is ready, and RSS against a
  *     server with the bench's key alone;
- *   - a reload under load: p99 of small answers (the bench's key) for
- *     10 s, and for 10 s during which the keys file is written again
- *     (another key added, so that it is read and put in force);
+ *   - a reload on the idle server, and one under load: p99 of small
+ *     answers (the bench's key) for 10 s, and for at least 10 s during
+ *     which the keys file is written again (another key added, so that it
+ *     is read and put in force);
  *   - a crowd: every key asks once (each request the next key), and RSS
  *     grown per key seen, read from the server's /metrics.
  * Run: npm run bench -- crowd-keys [--engines uws,node] [--keys N] [--only reload|crowd]
@@ -66,30 +67,43 @@ try {
   rmSync(work, { recursive: true, force: true });
 }
 
-/** p99 of small answers for 10 s before, and for 10 s during which the keys file is written again. */
+/**
+ * A reload on the idle server, then p99 of small answers for 10 s before,
+ * and for at least 10 s during which the keys file is written again.
+ */
 async function reloadUnderLoad(port: number, engine: string, crowdKeys: string): Promise<Record<string, unknown>> {
+  const idleNext = nextKeysFile(crowdKeys, `idle-more-${engine}`);
+  const idleReloadMs = await reload(port, idleNext, crowdKeys, `idle-more-${engine}`);
   wrk(port, small, 2, work); // warm-up
   const before = wrk(port, small, 10, work);
-  // A reload during the next 10 s: the file written again with one key more.
-  const doc = JSON.parse(readFileSync(crowdKeys, 'utf8')) as { keys: unknown[] };
-  const added = `one-more-${engine}`;
-  doc.keys.push({ key: added });
   // Written and on disk before the window: writing 100 MB is the operator's tool's work, and on the load core it would delay wrk itself.
+  const next = nextKeysFile(crowdKeys, `one-more-${engine}`);
+  const load = startWrk(port, small, work);
+  await sleep(2000);
+  const reloadMs = await reload(port, next, crowdKeys, `one-more-${engine}`);
+  await sleep(Math.max(0, 8000 - reloadMs));
+  const during = await load.finish();
+  return { reload_ms_idle: idleReloadMs, rps_before: before.rps, rps_during: during.rps, p99_ms_before: before.p99_ms, p99_ms_during_reload: during.p99_ms, p99_ratio: round2(during.p99_ms / before.p99_ms), reload_ms: reloadMs };
+}
+
+/** The keys file with one key more, written and synced beside it. */
+function nextKeysFile(crowdKeys: string, added: string): string {
+  const doc = JSON.parse(readFileSync(crowdKeys, 'utf8')) as { keys: unknown[] };
+  doc.keys.push({ key: added });
   const next = join(work, 'next-keys.json');
   writeFileSync(next, JSON.stringify(doc), { mode: 0o600 });
   const fd = openSync(next, 'r+');
   fsyncSync(fd);
   closeSync(fd);
-  const load = startWrk(port, small, work);
-  await sleep(2000);
+  return next;
+}
+
+/** Puts `next` in place of the keys file (an atomic replace, as an operator's tool makes it): ms until the added key is answered. */
+async function reload(port: number, next: string, crowdKeys: string, added: string): Promise<number> {
   const t0 = performance.now();
-  // An atomic replace, as an operator's tool makes it.
   renameSync(next, crowdKeys);
-  await waitFor(`http://127.0.0.1:${port}/api?key=${added}&count=1`, 120_000, (s) => s === 200);
-  const reloadMs = Math.round(performance.now() - t0);
-  await sleep(Math.max(0, 8000 - reloadMs));
-  const during = await load.finish();
-  return { rps_before: before.rps, rps_during: during.rps, p99_ms_before: before.p99_ms, p99_ms_during_reload: during.p99_ms, p99_ratio: round2(during.p99_ms / before.p99_ms), reload_ms: reloadMs };
+  await waitFor(`http://127.0.0.1:${port}/api?key=${added}&count=1`, 180_000, (s) => s === 200);
+  return Math.round(performance.now() - t0);
 }
 
 /** Each key once, every request the next key: RSS grown per key seen. */

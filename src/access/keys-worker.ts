@@ -7,16 +7,20 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { CodedError, messageOf } from '../core/errors.js';
-import { yieldToEventLoop } from '../core/thread-priority.js';
-import { TimedSlices } from '../core/slices.js';
+import { onlyWhenIdle, yieldToEventLoop } from '../core/thread-priority.js';
+import { BRIEF_PAUSES, LONG_PAUSES, NO_SLICES, TimedSlices } from '../core/slices.js';
 import { readKeysFile } from './keys-file.js';
+import type { KeysRead } from './keys-thread.js';
 
 // Reading a million keys takes seconds of a core that the serving threads may share.
 yieldToEventLoop();
-parentPort!.once('message', ({ path }: { path: string }) => {
+parentPort!.once('message', ({ path, pace }: KeysRead) => {
+  // A serving thread that wakes takes an idle-policy thread's core at once: no pauses needed. A reload without it takes a tenth of a core.
+  const idle = pace === 'idle' && onlyWhenIdle();
+  const slices = idle ? NO_SLICES : new TimedSlices(pace === 'first' ? BRIEF_PAUSES : LONG_PAUSES);
   try {
-    const data = readKeysFile(path, new TimedSlices());
-    parentPort!.postMessage({ ok: true, data });
+    const data = readKeysFile(path, slices);
+    parentPort!.postMessage({ ok: true, data, idle });
   } catch (err) {
     parentPort!.postMessage({ ok: false, message: err instanceof CodedError ? messageOf(err) : `keys file cannot be read: ${messageOf(err)}` });
   }

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import { suite } from 'uvu';
@@ -61,10 +61,25 @@ file('plain and sha256 entries, defaults, null limits, disabled and expiry', () 
   assert.is(t.find('nope', now), null);
 });
 
+file('a reload is read only on idle cores, and read again at background priority when they stay busy too long', async () => {
+  const path = join(tempDir(), 'keys.json');
+  writeFileSync(path, JSON.stringify({ keys: Array.from({ length: 2000 }, (_, i) => ({ key: `key-${i}`, limits: { daily: i + 1 } })) }));
+  const first = await readKeysOffThread(path);
+  assert.is(first.idle, false, 'the first read has no keys in force to answer with: it does not wait for idle cores');
+  const reload = await readKeysOffThread(path, true);
+  // Linux's idle policy, set by util-linux's chrt, which the machines the service runs on have.
+  assert.is(reload.idle, existsSync('/proc/thread-self'), 'a reload takes the idle policy on Linux');
+  assert.is(new KeyTable(reload.data).find('key-1999', Date.now())?.limits.daily, 2000);
+  // Cores busy beyond the limit (here none at all): the idle read is stopped and the file read again.
+  const late = await readKeysOffThread(path, true, 0);
+  assert.is(late.idle, false);
+  assert.is(new KeyTable(late.data).find('key-1999', Date.now())?.limits.daily, 2000);
+});
+
 file('read on its thread, a keys table arrives in shared memory: a serving thread handed it reads the same bytes, not a copy', async () => {
   const path = join(tempDir(), 'keys.json');
   writeFileSync(path, JSON.stringify({ keys: Array.from({ length: 300 }, (_, i) => ({ key: `key-${i}`, name: `name ${i}`, limits: { daily: i + 1 } })) }));
-  const data = await readKeysOffThread(path);
+  const { data } = await readKeysOffThread(path);
   const arrays = [data.ids, data.expires, data.limits, data.flags, data.nameOffsets, data.names, data.positions];
   assert.ok(arrays.every((a) => a.buffer instanceof SharedArrayBuffer), 'every array in shared memory');
   assert.is(new KeyTable(data).find('key-7', Date.now())?.limits.daily, 8);

@@ -45,7 +45,7 @@ test.before(async (ctx) => {
 });
 test.after(async (ctx) => {
   await ctx.haproxy.stop();
-  await Promise.all(ctx.servers.map((t) => t.close()));
+  await Promise.all((ctx.servers ?? []).map((t) => t.close()));
   await ctx.redis.close();
   await ctx.origin.close();
   rmSync(ctx.dir, { recursive: true, force: true });

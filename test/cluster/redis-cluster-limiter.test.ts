@@ -37,8 +37,8 @@ test.before(async (ctx) => {
   await eventually(async () => ctx.servers.every((t) => t.server.redis!.mode === 'cluster') && (await Promise.all(ctx.servers.map((t) => t.server.limiterUp()))).every(Boolean), 10_000, 'the instances on the cluster, every thread');
 });
 test.after(async (ctx) => {
-  await Promise.all(ctx.servers.map((t) => t.close()));
-  await ctx.cluster.close();
+  await Promise.all((ctx.servers ?? []).map((t) => t.close()));
+  await ctx.cluster?.close();
 });
 
 const ask = async (t: TestServer, key: string) => (await fetch(`${t.base}/api?key=${key}&count=1`)).status;

@@ -39,7 +39,7 @@ test.before(async (ctx) => {
   await eventually(async () => (await Promise.all(ctx.servers.map((t) => t.server.limiterUp()))).every(Boolean), 10_000, 'the instances connected to Redis, every thread');
 });
 test.after(async (ctx) => {
-  await Promise.all(ctx.servers.map((t) => t.close()));
+  await Promise.all((ctx.servers ?? []).map((t) => t.close()));
   await ctx.redis.close();
 });
 

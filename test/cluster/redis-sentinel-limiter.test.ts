@@ -37,7 +37,7 @@ test.before(async (ctx) => {
   await eventually(async () => (await Promise.all(ctx.servers.map((t) => t.server.limiterUp()))).every(Boolean), 10_000, 'the instances on the primary, every thread');
 });
 test.after(async (ctx) => {
-  await Promise.all(ctx.servers.map((t) => t.close()));
+  await Promise.all((ctx.servers ?? []).map((t) => t.close()));
   await ctx.redis.close();
 });
 
