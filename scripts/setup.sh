@@ -1,13 +1,13 @@
 #!/bin/sh
 # npm run setup: installs the real components the tests start (Redis,
-# haproxy, nginx, faketime, promtool, openssl, curl, Chromium) with apt-get,
+# haproxy, nginx, faketime, promtool, openssl, curl, chrt, Chromium) with apt-get,
 # only those missing, and does nothing when every one is there. Without
 # apt-get it names what to install and stops. docs/testing.md says what each
 # one is for.
 set -eu
 
 # command:Debian package, one per component the tests start.
-NEEDED="redis-server:redis-server redis-cli:redis-server haproxy:haproxy nginx:nginx-light faketime:faketime promtool:prometheus openssl:openssl curl:curl /usr/bin/chromium:chromium"
+NEEDED="redis-server:redis-server redis-cli:redis-server haproxy:haproxy nginx:nginx-light faketime:faketime promtool:prometheus openssl:openssl curl:curl chrt:util-linux /usr/bin/chromium:chromium"
 
 missing=""
 for pair in $NEEDED; do

@@ -30,7 +30,7 @@ type FromThread = { ok: true; data: KeysData; idle: boolean } | { ok: false; mes
  * new or revoked key out of force for long. The reload then starts again,
  * gently.
  */
-export const IDLE_READ_LIMIT_MS = 15_000;
+export const IDLE_READ_LIMIT_MS = 10_000;
 
 /**
  * Reads and checks a keys file on a thread of its own, which ends with the
