@@ -9,7 +9,7 @@
  * killed before it could clean up, do not fail each other.
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,14 +47,16 @@ const code = await new Promise<number>((resolve) => {
 });
 clearTimeout(limit);
 
-/** Whatever the tests started works in a folder under root, which appears in its command line. */
+/** Whatever the tests started works in a folder under root, which appears in its command line or is its working folder. */
 function processesUnder(folder: string): string[] {
   if (!existsSync('/proc')) return [];
   return readdirSync('/proc')
     .filter((n) => /^\d+$/.test(n) && Number(n) !== process.pid)
     .map((pid) => {
       try {
-        return `${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim()}`;
+        // Or works in it: Redis rewrites its command line to its address.
+        const cwd = readlinkSync(`/proc/${pid}/cwd`);
+        return `${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim()} (in ${cwd})`;
       } catch {
         return '';
       }

@@ -18,14 +18,20 @@ export class RedisCluster {
 
   static async start(primaries = 3): Promise<RedisCluster> {
     needCommand('redis-cli', 'redis-tools');
-    const nodes = await Promise.all(Array.from({ length: primaries * 2 }, () => RedisServer.start(['--cluster-node-timeout', '1000'], CLUSTER_CONF)));
+    const started = await Promise.allSettled(Array.from({ length: primaries * 2 }, () => RedisServer.start(['--cluster-node-timeout', '1000'], CLUSTER_CONF)));
+    const nodes = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
     const c = new RedisCluster(nodes);
-    const made = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
-    if (made.status !== 0) {
+    // A start that fails stops the nodes already running: their command line no longer names the test's folder, so the runner could not tell them.
+    try {
+      const failed = started.find((s) => s.status === 'rejected');
+      if (failed) throw failed.reason;
+      const made = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
+      if (made.status !== 0) throw new Error(`redis-cli --cluster create failed: ${made.stdout}${made.stderr}`);
+      await eventually(() => nodes.every((n) => c.cli(n, 'CLUSTER', 'INFO').includes('cluster_state:ok')), 20_000, 'the cluster ok on every node');
+    } catch (err) {
       await c.close();
-      throw new Error(`redis-cli --cluster create failed: ${made.stdout}${made.stderr}`);
+      throw err;
     }
-    await eventually(() => nodes.every((n) => c.cli(n, 'CLUSTER', 'INFO').includes('cluster_state:ok')), 20_000, 'the cluster ok on every node');
     return c;
   }
 
