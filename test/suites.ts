@@ -34,7 +34,10 @@ for (const group of g.UVU_QUEUE) {
     group[i] = async () => {
       const started = performance.now();
       try {
-        return await runner();
+        const [errors, ran, skipped, total] = (await runner()) as [string | true, number, number, number];
+        // uvu counts a suite whose before hook failed as passed, with none of its tests run: here it fails.
+        if (errors === true && ran + skipped < total) return [`   FAIL  ${name}: ${total - ran - skipped} of ${total} tests did not run (a before hook failed; run the file alone to see why)`, ran, skipped, total];
+        return [errors, ran, skipped, total];
       } finally {
         spent.set(name, (spent.get(name) ?? 0) + performance.now() - started);
       }

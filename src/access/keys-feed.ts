@@ -42,12 +42,12 @@ export class KeysFeed extends FollowedFile implements KeysInForce {
   protected async load(path: string): Promise<void> {
     try {
       // The first read has no keys in force to answer with; a reload takes only cores that requests leave idle.
-      const { data, idle } = await readKeysOffThread(path, this.loadedAtMs !== null);
+      const { data, idle, reads } = await readKeysOffThread(path, this.loadedAtMs !== null);
       this.table = new KeyTable(data);
       this.lastError = null;
       this.loadedAtMs = Date.now();
       for (const listener of this.listeners) listener(this.table);
-      this.log.info({ event: 'keys_loaded', file: this.source, keys: this.table.size, idle_cores_only: idle }, 'keys loaded');
+      this.log.info({ event: 'keys_loaded', file: this.source, keys: this.table.size, idle_cores_only: idle, reads }, 'keys loaded');
       // Keys in plain text that any user of the host may read: the operator is told (`sha256` entries hold no secret).
       if (this.table.plainKeys > 0 && (statSync(path).mode & 0o004) !== 0) {
         this.log.warn({ event: 'keys_file_readable', file: this.source, plain_keys: this.table.plainKeys }, `the keys file holds ${this.table.plainKeys} keys in plain text and every user of the host may read it: chmod o-r it, or list the keys by sha256`);

@@ -16,13 +16,14 @@ export interface KeysRead {
   pace: KeysPace;
 }
 
-/** The keys read, and whether they were read on idle cores only. */
+/** The keys read, whether on idle cores only, and how many times the file was read (2: idle cores did not come in time). */
 export interface KeysReadDone {
   data: KeysData;
   idle: boolean;
+  reads: number;
 }
 
-type FromThread = { ok: true; data: KeysData; idle: boolean } | { ok: false; message: string };
+type FromThread = { idle: boolean } | { ok: true; data: KeysData; idle: boolean } | { ok: false; message: string };
 
 /**
  * How long a reload waits for idle cores: cores that stay busy (a crowd
@@ -40,12 +41,19 @@ export const IDLE_READ_LIMIT_MS = 10_000;
  * idle cores for up to `idleLimitMs`, then a tenth of a core.
  */
 export async function readKeysOffThread(path: string, reload = false, idleLimitMs = IDLE_READ_LIMIT_MS): Promise<KeysReadDone> {
-  if (!reload) return (await readOnce({ path, pace: 'first' }, Infinity))!;
-  return (await readOnce({ path, pace: 'idle' }, idleLimitMs)) ?? (await readOnce({ path, pace: 'gentle' }, Infinity))!;
+  if (!reload) return { ...(await readOnce({ path, pace: 'first' }, Infinity))!, reads: 1 };
+  const idle = await readOnce({ path, pace: 'idle' }, idleLimitMs);
+  if (idle) return { ...idle, reads: 1 };
+  return { ...(await readOnce({ path, pace: 'gentle' }, Infinity))!, reads: 2 };
 }
 
-/** One read; null when it did not end within `limitMs` (the thread is stopped). */
-function readOnce(read: KeysRead, limitMs: number): Promise<KeysReadDone | null> {
+/**
+ * One read; null when it did not end within `limitMs` of taking the idle
+ * policy (the thread is stopped). A thread that could not take that policy
+ * reads gently from the start, without a limit: what it reads is not
+ * thrown away.
+ */
+function readOnce(read: KeysRead, limitMs: number): Promise<Omit<KeysReadDone, 'reads'> | null> {
   return new Promise((resolve, reject) => {
     const worker = new Worker(new URL('./keys-worker.js', import.meta.url));
     let settled = false;
@@ -56,9 +64,15 @@ function readOnce(read: KeysRead, limitMs: number): Promise<KeysReadDone | null>
       void worker.terminate();
       fn();
     };
-    // The thread, not the wait, keeps a process that is ending alive.
-    const timer = Number.isFinite(limitMs) ? setTimeout(() => settle(() => resolve(null)), limitMs).unref() : undefined;
-    worker.once('message', (m: FromThread) => settle(() => (m.ok ? resolve({ data: m.data, idle: m.idle }) : reject(new CodedError('E_KEYS_INVALID', m.message)))));
+    let timer: NodeJS.Timeout | undefined;
+    worker.on('message', (m: FromThread) => {
+      if (!('ok' in m)) {
+        // The thread, not the wait, keeps a process that is ending alive.
+        if (m.idle && Number.isFinite(limitMs)) timer = setTimeout(() => settle(() => resolve(null)), limitMs).unref();
+        return;
+      }
+      settle(() => (m.ok ? resolve({ data: m.data, idle: m.idle }) : reject(new CodedError('E_KEYS_INVALID', m.message))));
+    });
     // The thread itself failed: out of memory on a file too large for this host.
     worker.once('error', (err) => settle(() => reject(new CodedError('E_KEYS_INVALID', `keys file could not be read: ${err.message}`))));
     worker.once('exit', (code) => settle(() => reject(new CodedError('E_KEYS_INVALID', `keys file could not be read: the reading thread stopped (${code})`))));

@@ -17,6 +17,7 @@ yieldToEventLoop();
 parentPort!.once('message', ({ path, pace }: KeysRead) => {
   // A serving thread that wakes takes an idle-policy thread's core at once: no pauses needed. A reload without it takes a tenth of a core.
   const idle = pace === 'idle' && onlyWhenIdle();
+  parentPort!.postMessage({ idle });
   const slices = idle ? NO_SLICES : new TimedSlices(pace === 'first' ? BRIEF_PAUSES : LONG_PAUSES);
   try {
     const data = readKeysFile(path, slices);

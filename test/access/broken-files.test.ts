@@ -18,7 +18,7 @@ keys.before(async (ctx) => {
   ctx.log = captureLog();
   ctx.t = await startTestServer({ snapshot, keys: KEYS, options: { log: ctx.log.log } });
 });
-keys.after((ctx) => ctx.t.close());
+keys.after((ctx) => ctx.t?.close());
 
 const status = async (t: TestServer, key: string) => (await t.get(`/api?key=${key}&count=1`)).status;
 const rejectedFlag = async (t: TestServer) => /^proxylist_keys_file_rejected (\d)$/m.exec(await (await t.get('/metrics')).text())![1];

@@ -70,10 +70,22 @@ file('a reload is read only on idle cores, and read again at background priority
   // Linux's idle policy, set by util-linux's chrt, which the machines the service runs on have.
   assert.is(reload.idle, existsSync('/proc/thread-self'), 'a reload takes the idle policy on Linux');
   assert.is(new KeyTable(reload.data).find('key-1999', Date.now())?.limits.daily, 2000);
+  assert.is(reload.reads, 1);
   // Cores busy beyond the limit (here none at all): the idle read is stopped and the file read again.
   const late = await readKeysOffThread(path, true, 0);
   assert.is(late.idle, false);
+  assert.is(late.reads, existsSync('/proc/thread-self') ? 2 : 1);
   assert.is(new KeyTable(late.data).find('key-1999', Date.now())?.limits.daily, 2000);
+  // Where the policy cannot be had (no chrt to set it), the read is gentle from the start and never thrown away, whatever the limit.
+  const path0 = process.env.PATH;
+  process.env.PATH = tempDir();
+  try {
+    const gentle = await readKeysOffThread(path, true, 0);
+    assert.equal([gentle.idle, gentle.reads], [false, 1]);
+    assert.is(new KeyTable(gentle.data).find('key-1999', Date.now())?.limits.daily, 2000);
+  } finally {
+    process.env.PATH = path0;
+  }
 });
 
 file('read on its thread, a keys table arrives in shared memory: a serving thread handed it reads the same bytes, not a copy', async () => {
@@ -184,7 +196,7 @@ reload.before(async (ctx) => {
   const snapshot = encodeSnapshot(generateRecords({ records: 100, seed: 1, now: TEST_NOW_S }), TEST_NOW_S);
   ctx.t = await startTestServer({ snapshot, keys: { keys: [{ key: 'first', limits: { per_window: null } }] } });
 });
-reload.after((ctx) => ctx.t.close());
+reload.after((ctx) => ctx.t?.close());
 
 const status = async (t: TestServer, key: string) => (await t.get(`/api?key=${key}&count=1`)).status;
 

@@ -11,7 +11,7 @@ test.before(async (ctx) => {
   const snapshot = encodeSnapshot(generateRecords({ records: 50, seed: 1, now: TEST_NOW_S }), TEST_NOW_S);
   ctx.t = await startTestServer({ snapshot, keys: { keys: [] } });
 });
-test.after((ctx) => ctx.t.close());
+test.after((ctx) => ctx.t?.close());
 
 const cli = async (args: string[]) => {
   const child = runCli(args);

@@ -19,7 +19,9 @@ function migratesQueuedConnections(): boolean {
  * so nothing is reset there.
  */
 export function isRenewalReset(err: Error): boolean {
-  return testEngine().name === 'uws' && !migratesQueuedConnections() && /ECONNRESET|socket hang up/.test(err.message);
+  // Over TLS the reset may come during the handshake, which Node words without the code.
+  const reset = (err as NodeJS.ErrnoException).code === 'ECONNRESET' || /ECONNRESET|socket hang up|disconnected before secure TLS/.test(err.message);
+  return testEngine().name === 'uws' && !migratesQueuedConnections() && reset;
 }
 
 /** `readRaw` while a renewal may be under way: null for a renewal's reset, any other failure thrown. */

@@ -89,7 +89,7 @@ export function serverSuite(title: string, setup: () => TestServerSetup = () => 
   s.before(async (ctx) => {
     ctx.t = await startTestServer(setup());
   });
-  s.after((ctx) => ctx.t.close());
+  s.after((ctx) => ctx.t?.close());
   return s;
 }
 

@@ -9,7 +9,7 @@ const snapshot = encodeSnapshot(generateRecords({ records: 200, seed: 8, now: TE
 const keys = { keys: [{ key: TEST_KEY, name: 'acme', limits: { per_window: null, daily: null, subnets: null } }] };
 
 const test = suite<{ t: TestServer }>('access log');
-test.after((ctx) => ctx.t.close());
+test.after((ctx) => ctx.t?.close());
 
 test('with --access-log: method, path, status, bytes, µs and key name; never the key or the query', async (ctx) => {
   // The logger captured here is the main thread's (a serving thread writes its lines to standard output itself): one thread.

@@ -141,7 +141,7 @@ burst.before(async (ctx) => {
   // Memory and fairness inside one serving thread.
   ctx.t = await startTestServer({ snapshot: bigSnapshot, options: { threads: 1 } });
 });
-burst.after((ctx) => ctx.t.close());
+burst.after((ctx) => ctx.t?.close());
 
 burst('every reader gets the reference bytes, and small queries are answered right meanwhile', async ({ t, reference, big }) => {
   const small = ['type=http&count=100', 'get=json&count=20&country=us', 'type=socks5&anon=elite&time=300'];

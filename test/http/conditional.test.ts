@@ -18,7 +18,7 @@ test.before(async (ctx) => {
     keys: { keys: [{ key: TEST_KEY, limits: UNLIMITED }, { key: 'two-a-day', limits: { per_window: null, daily: 2, subnets: null } }] },
   });
 });
-test.after((ctx) => ctx.t.close());
+test.after((ctx) => ctx.t?.close());
 
 const get = (t: TestServer, q: string, headers: Record<string, string> = {}, method = 'GET') =>
   fetch(`${t.base}/api?key=${TEST_KEY}&${q}`, { method, headers: { 'accept-encoding': 'identity', ...headers } });

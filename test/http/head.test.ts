@@ -31,7 +31,7 @@ wire.before(async (ctx) => {
   });
   ctx.port = Number(new URL(ctx.t.base).port);
 });
-wire.after((ctx) => ctx.t.close());
+wire.after((ctx) => ctx.t?.close());
 
 /** The head's lines of the answer to one raw request, on a connection of its own. */
 function headOf(port: number, request: string): Promise<string[]> {

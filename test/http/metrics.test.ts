@@ -70,7 +70,7 @@ test('/usage: every key with this instance\'s counts of the day, no key in it, a
 test.run();
 
 const denied = suite<{ t: TestServer }>('/metrics access');
-denied.after((ctx) => ctx.t.close());
+denied.after((ctx) => ctx.t?.close());
 
 denied('--metrics-allow that excludes the client: 403 for /metrics and /usage, and /api is unaffected', async (ctx) => {
   const t = (ctx.t = await startTestServer({ snapshot, keys, options: { metricsAllow: ['10.0.0.0/8'] } }));
@@ -94,7 +94,7 @@ denied('--metrics-allow that excludes the client: 403 for /metrics and /usage, a
 });
 
 const hosts = suite<{ t: TestServer }>('/metrics and /usage: the Host the operator allows');
-hosts.after((ctx) => ctx.t.close());
+hosts.after((ctx) => ctx.t?.close());
 
 hosts('a name rebound to this host is refused; an address, localhost and a name of --operator-hosts are answered, with any port', async (ctx) => {
   const t = (ctx.t = await startTestServer({ snapshot, keys, options: { operatorHosts: ['metrics.internal'] } }));
@@ -115,7 +115,7 @@ hosts('a name rebound to this host is refused; an address, localhost and a name 
 });
 
 const proxied = suite<{ t: TestServer }>('/metrics and /usage behind a trusted proxy');
-proxied.after((ctx) => ctx.t.close());
+proxied.after((ctx) => ctx.t?.close());
 
 proxied('judged on the client it forwards for, as the limits read it: never on the proxy\'s own loopback address', async (ctx) => {
   // The default --metrics-allow admits loopback; the proxy is on loopback too.

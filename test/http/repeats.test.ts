@@ -144,7 +144,7 @@ const cacheOff = suite<{ t: TestServer }>('repeated answers without the response
 cacheOff.before(async (ctx) => {
   ctx.t = await startTestServer({ snapshot: first, keys: keys(), options: { threads: 1, cacheBytes: 0 } });
 });
-cacheOff.after((ctx) => ctx.t.close());
+cacheOff.after((ctx) => ctx.t?.close());
 
 cacheOff('with the cache off nothing is kept, so nothing is repeated', async ({ t }) => {
   for (let i = 0; i < 3; i++) await (await t.api('count=9')).arrayBuffer();

@@ -18,7 +18,7 @@ test.before(async (ctx) => {
   // The held requests of one serving thread, and its productions (threads/serving.test.ts holds them across threads).
   ctx.t = await startTestServer({ snapshot: first, options: { cacheBytes: 0, threads: 1 } });
 });
-test.after((ctx) => ctx.t.close());
+test.after((ctx) => ctx.t?.close());
 
 const url = (t: TestServer, q: string) => `${t.base}/api?key=${TEST_KEY}&${q}`;
 const tagOf = async (t: TestServer, q: string): Promise<string> => {

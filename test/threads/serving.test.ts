@@ -54,7 +54,7 @@ suiteOfTwo.before(async (ctx) => {
   ctx.clock = new ManualClock(TEST_NOW_S * 1000, 1_000_000);
   ctx.t = await startTestServer({ snapshot: version(1, TEST_NOW_S), keys: KEYS, clock: ctx.clock, options: { threads: 2, trustProxy: ['127.0.0.1'], heldSliceMs: 0 } });
 });
-suiteOfTwo.after((ctx) => ctx.t.close());
+suiteOfTwo.after((ctx) => ctx.t?.close());
 
 test('both threads answer; /health says 2 threads; /metrics counts the responses of both', async ({ t }) => {
   const health = (await (await t.get('/health')).json()) as { threads: number; status: string };
