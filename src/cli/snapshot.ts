@@ -5,6 +5,7 @@ import { CodedError } from '../core/errors.js';
 import { DEFAULT_MAX_SKIPPED_SHARE, loadSnapshotFile } from '../snapshot/decode.js';
 import { ANONS, TYPES } from '../core/vocabulary.js';
 import { generateSnapshot } from '../snapshot/generate.js';
+import { HOSTING, HOSTING_KNOWN, MOBILE, MOBILE_KNOWN, type StoreColumns, type StoreMeta } from '../store/columns.js';
 import { integerOption, parseOptions, printedHelp, shareOption } from './args.js';
 
 export const SNAPSHOT_USAGE = `proxylist snapshot generate --records N --out FILE [options]   a realistic test snapshot
@@ -43,6 +44,25 @@ function generate(args: string[]): void {
   process.stdout.write(`wrote ${records} records (${bytes.length} bytes) to ${values.out}: ${columns.rows} distinct, ${meta.duplicates} duplicates of an (ip, port, type)\n`);
 }
 
+/** How many records say who runs their exit (docs/snapshot.md): an AS number, an organisation, each flag known and set. */
+function networkCounts(columns: StoreColumns, meta: StoreMeta) {
+  const counts = { with_asn: 0, with_org: 0, asns: 0, hosting: { true: 0, false: 0 }, mobile: { true: 0, false: 0 } };
+  const asns = new Set<number>();
+  for (let r = 0; r < columns.rows; r++) {
+    const n = meta.networks[columns.network[r]];
+    if (n.asn !== 0) {
+      counts.with_asn++;
+      asns.add(n.asn);
+    }
+    if (n.org !== '') counts.with_org++;
+    const f = columns.netFlags[r];
+    if (f & HOSTING_KNOWN) counts.hosting[f & HOSTING ? 'true' : 'false']++;
+    if (f & MOBILE_KNOWN) counts.mobile[f & MOBILE ? 'true' : 'false']++;
+  }
+  counts.asns = asns.size;
+  return counts;
+}
+
 /** The checker's pre-publish check: exits non-zero when the server would reject the file. */
 function inspect(args: string[]): void {
   const { positionals, values } = parseOptions(args, { 'max-skipped-share': { type: 'string' } }, true);
@@ -68,6 +88,7 @@ function inspect(args: string[]): void {
     by_type: tally(columns.type, TYPES),
     by_anon: tally(columns.anon, ANONS),
     by_country: Object.fromEntries(byCountry),
+    exit_networks: networkCounts(columns, meta),
   };
   process.stdout.write(JSON.stringify(report, null, 2) + '\n');
 }

@@ -25,11 +25,21 @@ export const FIELD_TABLE = [
   { name: 'country', snapshotKey: 'country', maxJsonBytes: 4 },
   { name: 'city', snapshotKey: 'city', maxJsonBytes: null },
   { name: 'works', snapshotKey: 'works', maxJsonBytes: 5 }, // "100"
+  // Who runs the exit: written only when `fields` names them, so that every answer that does not ask stays what it was.
+  { name: 'asn', snapshotKey: 'asn', maxJsonBytes: 10, onRequest: true }, // 4294967295
+  { name: 'org', snapshotKey: 'org', maxJsonBytes: null, onRequest: true },
+  { name: 'hosting', snapshotKey: 'hosting', maxJsonBytes: 5, onRequest: true }, // false
+  { name: 'mobile', snapshotKey: 'mobile', maxJsonBytes: 5, onRequest: true },
 ] as const;
+
+/** The largest AS number (32 bits); 0 is reserved, and a store's networks use it for unknown. */
+export const MAX_ASN = 4294967295;
 
 export type FieldName = (typeof FIELD_TABLE)[number]['name'];
 /** Record keys of the JSON output, in canonical order; services follow them. */
 export const RECORD_FIELDS: readonly FieldName[] = FIELD_TABLE.map((f) => f.name);
+/** The fields an answer has only when `fields` names them (docs/api.md, Who runs each exit). */
+export const ON_REQUEST_FIELDS: ReadonlySet<string> = new Set(FIELD_TABLE.filter((f) => 'onRequest' in f).map((f) => f.name));
 /** The code of each field. */
 export const FIELD = Object.fromEntries(FIELD_TABLE.map((f, code) => [f.name, code])) as Record<FieldName, number>;
 /** Services' codes start here: the code of service i is SERVICE_CODE + i. */

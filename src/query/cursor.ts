@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { CONTENT_CHARS } from '../store/history.js';
 import type { Store } from '../store/store.js';
-import type { Plan } from './plan.js';
+import { networkFilters, type Plan } from './plan.js';
 
 /**
  * A cursor (docs/api.md, Keeping a list): the snapshot (its generated_at and
@@ -36,6 +36,7 @@ export function selectionTag(p: Plan): string {
     sorted(p.cities?.map((c) => c.trim().normalize('NFC').toLowerCase()) ?? null), sorted(p.services?.map((s) => s.toLowerCase()) ?? null), sorted(p.ips?.map((i) => i.text) ?? null),
     // Only when given: the cursors of selections without it stay what they were before it existed.
     ...(p.ipv ? [sorted(p.ipv)] : []),
+    ...(networkFilters(p) ? [[sorted(p.asns), p.hosting, p.mobile]] : []),
   ];
   tag = createHash('sha256').update(JSON.stringify(selection)).digest('base64url').slice(0, SELECTION_CHARS);
   tags.set(p, tag);

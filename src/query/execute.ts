@@ -50,6 +50,12 @@ export function execute(store: Store, plan: Plan, end: number, scratch: QueryScr
     clauses.push({ sets: [scratch.cityBits], negate: false });
   }
   if (plan.ipv && plan.ipv.length === 1) clauses.push({ sets: [store.ipvSets[plan.ipv[0] === 4 ? 0 : 1]], negate: false });
+  if (plan.asns) {
+    if (!markNetworks(store, scratch.asnBits, plan.asns, end, words)) return 0;
+    clauses.push({ sets: [scratch.asnBits], negate: false });
+  }
+  if (plan.hosting !== null) clauses.push({ sets: [store.hostingSets[plan.hosting]], negate: false });
+  if (plan.mobile !== null) clauses.push({ sets: [store.mobileSets[plan.mobile]], negate: false });
   if (plan.ips) {
     if (!markAddresses(store, scratch.ipBits, plan.ips, end, words)) return 0;
     clauses.push({ sets: [scratch.ipBits], negate: false });
@@ -204,19 +210,29 @@ function shuffleAndPage(rows: Uint32Array, m: number, check: RowCheck, limit: nu
 /** Sets the bits of the prefix rows whose city matches; false when none does. */
 function markCities(store: Store, bits: Uint32Array, cities: readonly string[], end: number, words: number): boolean {
   bits.fill(0, 0, words);
-  const { cityStart, cityRows } = store.c;
-  let any = false;
   // Items that differ in case or form name one city (and a city's two names one id): each id is marked once.
   const ids = new Set<number>();
   for (const name of cities) for (const id of store.cityIds.get(normalizeCity(name)) ?? []) ids.add(id);
+  return markPostings(bits, store.c.cityStart, store.c.cityRows, ids, end);
+}
+
+/** Sets the bits of the prefix rows (below `end`) of each id's postings (rows[start[id] .. start[id + 1]), ascending); false when none is. */
+function markPostings(bits: Uint32Array, start: Uint32Array, rows: Uint32Array, ids: Iterable<number>, end: number): boolean {
+  let any = false;
   for (const id of ids) {
     // Postings are ascending, so the prefix ends at the first row past it.
-    for (let j = cityStart[id]; j < cityStart[id + 1] && cityRows[j] < end; j++) {
-      setBit(bits, cityRows[j]);
+    for (let j = start[id]; j < start[id + 1] && rows[j] < end; j++) {
+      setBit(bits, rows[j]);
       any = true;
     }
   }
   return any;
+}
+
+/** Sets the bits of the prefix rows whose exit is in one of the AS numbers; false when none is. */
+function markNetworks(store: Store, bits: Uint32Array, asns: readonly number[], end: number, words: number): boolean {
+  bits.fill(0, 0, words);
+  return markPostings(bits, store.c.networkStart, store.c.networkRows, asns.flatMap((asn) => store.asnNetworks.get(asn) ?? []), end);
 }
 
 /** Sets the bits of the prefix rows at the listed addresses; false when none is. */

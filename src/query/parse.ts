@@ -1,5 +1,5 @@
 import { mappedIPv4, parseIPv6 } from '../core/ipv6.js';
-import { ANONS, RECORD_FIELDS, TYPES, parseIPv4 } from '../core/vocabulary.js';
+import { ANONS, MAX_ASN, RECORD_FIELDS, TYPES, parseIPv4 } from '../core/vocabulary.js';
 import { parseCursor, selectionTag } from './cursor.js';
 import { MAX_WAIT_S, type Get, type IpItem, type Plan, type Sort } from './plan.js';
 import type { RawParams } from './query-string.js';
@@ -14,7 +14,7 @@ const OUTPUT_ONLY = ['timecheck', 'ip_out'];
  */
 export const PLAN_PARAMETERS: ReadonlySet<string> = new Set([
   ...OUTPUT_ONLY,
-  ...['type', 'anon', 'port', 'ping', 'time', 'works', 'country', 'cm', 'country_mode', 'city', 'service', 'ipv', 'wait', 'get', 'since'],
+  ...['type', 'anon', 'port', 'ping', 'time', 'works', 'country', 'cm', 'country_mode', 'city', 'service', 'ipv', 'asn', 'hosting', 'mobile', 'wait', 'get', 'since'],
   ...['sort', 'offset', 'count', 'lang', 'type_prefix', 'fields', 'split_ip', 'pretty', 'wrap', 'format', 'ip'],
 ]);
 
@@ -122,12 +122,17 @@ export function parsePlan(raw: RawParams, services: readonly string[]): ParseRes
   const lowerServices = services.map((s) => s.toLowerCase());
   const services_ = resolved('service', (s) => services[lowerServices.indexOf(s.toLowerCase())], services.join(', '));
   const ipv = resolved('ipv', (s) => (s === '4' || s === '6' ? Number(s) : undefined), '4, 6');
+  const asns = resolved('asn', parseAsn, `AS numbers from 1 to ${MAX_ASN}, as 13335 or AS13335`);
+  const networkFlag = (name: string): number | null => (v.has(name) ? Number(choice(name, ['0', '1'], '0')) : null);
+  const hosting = networkFlag('hosting');
+  const mobile = networkFlag('mobile');
   const wait = integer('wait', 1, MAX_WAIT_S, `an integer from 1 to ${MAX_WAIT_S} (seconds)`);
   const get = choice('get', GETS, 'txt');
   const json = get === 'json' || get === 'json.file';
   const plan: Plan = {
     types, anons, ports, portSet: ports && new Set(ports), ping, time, works, countries, countryMode, cities, services: services_, wait,
-    sort: null, offset: null, count: null, lang: 'ru', get, json, typePrefix: false, fields: null, splitIp: false, pretty: true, wrap: false, format: 'array', ips: null, ipv, since: null,
+    sort: null, offset: null, count: null, lang: 'ru', get, json, typePrefix: false, fields: null, splitIp: false, pretty: true, wrap: false, format: 'array', ips: null, ipv,
+    asns, hosting, mobile, since: null,
   };
   const since = scalar('since');
   // Parameters that shape a list, or belong to the other output, are ignored and not validated.
@@ -161,6 +166,13 @@ export function parsePlan(raw: RawParams, services: readonly string[]): ParseRes
   plan.format = choice('format', ['array', 'object'], 'array');
   plan.ips = ipItems();
   return finishList(plan);
+}
+
+/** An AS number, with or without an `AS` prefix in any case. */
+function parseAsn(item: string): number | undefined {
+  const m = /^(?:as)?([0-9]{1,10})$/i.exec(item);
+  const n = m ? Number(m[1]) : 0;
+  return n >= 1 && n <= MAX_ASN ? n : undefined;
 }
 
 /** `a.b.c.d`, `a.b.c.d:port`, a bare IPv6 address in any text form, or `[IPv6]:port`; an IPv4-mapped address is its IPv4 one. */

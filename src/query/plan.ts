@@ -57,6 +57,11 @@ export interface Plan {
   ips: IpItem[] | null;
   /** The entry address's families, 4 and 6, in first-given order, without duplicates; null = no filter. */
   ipv: number[] | null;
+  /** The exit's AS numbers, in first-given order, without duplicates; null = no filter. */
+  asns: number[] | null;
+  /** Keep the rows whose exit's flag is known and equal to this (0 or 1); null = no filter. */
+  hosting: number | null;
+  mobile: number | null;
   /** The cursor a change set starts from (docs/api.md, Keeping a list); null for a whole list. */
   since: Cursor | null;
 }
@@ -68,6 +73,10 @@ export interface Plan {
  * under way narrow.
  */
 export const narrowable = (p: Plan): boolean => p.get !== 'stats' && p.since === null && !(p.json && p.wrap) && (p.sort ?? 'time') === 'time';
+
+/** The exit network's filters, or null when none is given. */
+export const networkFilters = (p: Plan): [number[] | null, number | null, number | null] | null =>
+  p.asns === null && p.hosting === null && p.mobile === null ? null : [p.asns, p.hosting, p.mobile];
 
 const keys = new WeakMap<Plan, string>();
 
@@ -83,7 +92,10 @@ export function planKey(p: Plan): string {
 }
 
 function keyOf(p: Plan): string {
-  const select = [p.types, p.anons, p.ports, p.ping, p.time, p.works, p.countries, p.countries ? p.countryMode : '', p.cities, p.services, p.ipv, p.sort, p.offset, p.count, p.since?.text ?? null];
+  const select: unknown[] = [p.types, p.anons, p.ports, p.ping, p.time, p.works, p.countries, p.countries ? p.countryMode : '', p.cities, p.services, p.ipv, p.sort, p.offset, p.count, p.since?.text ?? null];
+  // Only when given: the keys (and ETags) of plans without them stay what they were.
+  const network = networkFilters(p);
+  if (network) select.push(network);
   const output = p.json || p.get === 'stats'
     ? [p.get, p.lang, p.fields, p.splitIp, p.pretty, p.wrap, p.format, p.ips?.map((i) => i.text) ?? null]
     : [p.get, p.typePrefix];

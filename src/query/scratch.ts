@@ -17,6 +17,7 @@ const SPARE_ROWS_LIMIT = 4 * 1024 * 1024;
 export class QueryScratch {
   rows: Uint32Array = new Uint32Array(0);
   cityBits: Uint32Array = new Uint32Array(0);
+  asnBits: Uint32Array = new Uint32Array(0);
   ipBits: Uint32Array = new Uint32Array(0);
   /** Rows a change set has seen. */
   marks: Uint32Array = new Uint32Array(0);
@@ -51,6 +52,7 @@ export class QueryScratch {
     if (this.rows.length < store.rows) this.rows = this.spareOf(store.rows) ?? new Uint32Array(store.rows);
     if (this.cityBits.length < store.words) {
       this.cityBits = new Uint32Array(store.words);
+      this.asnBits = new Uint32Array(store.words);
       this.ipBits = new Uint32Array(store.words);
       this.marks = new Uint32Array(store.words);
       this.same = new Uint32Array(store.words);

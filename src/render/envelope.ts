@@ -23,6 +23,9 @@ export function envelopeFilters(plan: Plan): Record<string, unknown> {
   if (plan.services) f.service = plan.services.map((s) => s.toLowerCase());
   if (plan.ips) f.ip = plan.ips.map((i) => i.text);
   if (plan.ipv) f.ipv = plan.ipv;
+  if (plan.asns) f.asn = plan.asns;
+  if (plan.hosting !== null) f.hosting = plan.hosting;
+  if (plan.mobile !== null) f.mobile = plan.mobile;
   if (plan.sort !== null) f.sort = plan.sort;
   if (plan.offset !== null) f.offset = plan.offset;
   if (plan.count !== null) f.count = plan.count;

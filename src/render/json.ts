@@ -1,4 +1,4 @@
-import { ANONS, FIELD, FIELD_TABLE, RECORD_FIELDS, SERVICE_CODE, TYPES, type FieldName } from '../core/vocabulary.js';
+import { ANONS, FIELD, FIELD_TABLE, ON_REQUEST_FIELDS, RECORD_FIELDS, SERVICE_CODE, TYPES, type FieldName } from '../core/vocabulary.js';
 import type { Store } from '../store/store.js';
 import { utf8 as enc } from '../store/encode.js';
 import type { OutputBuffer } from './output-buffer.js';
@@ -15,6 +15,8 @@ const DOMAINS = {
   type: TYPES.map((t) => enc(JSON.stringify(t))),
   anon: ANONS.map((a) => enc(JSON.stringify(a))),
   works: Array.from({ length: 101 }, (_, w) => enc(`"${w}"`)),
+  // By the flag's two bits of `netFlags`: unknown, known false, (none), known true.
+  flag: ['null', 'false', 'null', 'true'].map(enc),
 };
 
 
@@ -55,7 +57,7 @@ function templateFor(store: Store, shape: JsonShape): Template {
 function buildTemplate(store: Store, shape: JsonShape): Template {
   const services = store.meta.services;
   const names = [...RECORD_FIELDS, ...services].filter(
-    (name) => (shape.fields === null || shape.fields.includes(name)) && (name !== 'port' || shape.splitIp),
+    (name) => (shape.fields === null ? !ON_REQUEST_FIELDS.has(name) : shape.fields.includes(name)) && (name !== 'port' || shape.splitIp),
   );
   const codes = names.map((name) => (name in FIELD ? FIELD[name as FieldName] : SERVICE_CODE + services.indexOf(name)));
   const nl = (depth: number): string => (shape.pretty ? '\n' + '  '.repeat(depth) : '');
@@ -64,7 +66,7 @@ function buildTemplate(store: Store, shape: JsonShape): Template {
   const object = shape.format === 'object';
   let rowBound = 64 + (shape.depth + 2) * 4 + (shape.typeKeys ? 16 : 0) + (object ? store.meta.maxLineBytes + 1 : 0);
   codes.forEach((code, i) => {
-    rowBound += keys[i].length + (code >= SERVICE_CODE ? 5 : code === FIELD.ping ? store.maxPingText : code === FIELD.city ? store.maxCityJson : code === FIELD.ip_out ? store.maxIpOutJson : code === FIELD.ip ? store.meta.maxLineBytes + 1 : FIELD_TABLE[code].maxJsonBytes!);
+    rowBound += keys[i].length + (code >= SERVICE_CODE ? 5 : code === FIELD.ping ? store.maxPingText : code === FIELD.city ? store.maxCityJson : code === FIELD.org ? store.maxOrgJson : code === FIELD.ip_out ? store.maxIpOutJson : code === FIELD.ip ? store.meta.maxLineBytes + 1 : FIELD_TABLE[code].maxJsonBytes!);
   });
   const { writeRows, measureRows } = compileRowWriter(
     {
@@ -78,6 +80,7 @@ function buildTemplate(store: Store, shape: JsonShape): Template {
       splitIp: shape.splitIp,
       maxPing: store.maxPingText,
       maxCity: store.maxCityJson,
+      maxOrg: store.maxOrgJson,
       exitsV6: store.meta.ipv6Exits > 0,
       maxExitV6: store.maxExitV6,
       maxAddress: Math.max(1, store.meta.maxLineBytes - 1),

@@ -18,7 +18,7 @@ export type RowWriter = (buf: Uint8Array, pos: number, rows: Uint32Array, from: 
 export type RowMeasure = (rows: Uint32Array, from: number, to: number, store: Store, lang: 'ru' | 'en') => number;
 
 export interface RowShape {
-  /** Field codes: 0..9 the record fields in canonical order, 10 + i service i. */
+  /** Field codes: the record fields' codes in canonical order (vocabulary.ts), SERVICE_CODE + i service i. */
   codes: readonly number[];
   /** Per field, its key with punctuation and indentation before it. */
   keys: readonly Uint8Array[];
@@ -34,6 +34,8 @@ export interface RowShape {
   /** The store's longest ping text and city JSON, in bytes. */
   maxPing: number;
   maxCity: number;
+  /** The longest organisation's JSON, in bytes. */
+  maxOrg: number;
   /** Whether the store has IPv6 exits, and the longest of those it keeps a text of, in bytes. */
   exitsV6: boolean;
   maxExitV6: number;
@@ -49,6 +51,8 @@ export interface Domains {
   type: readonly Uint8Array[];
   anon: readonly Uint8Array[];
   works: readonly Uint8Array[];
+  /** A network flag by its two bits (known, set). */
+  flag: readonly Uint8Array[];
 }
 
 /**
@@ -130,6 +134,10 @@ const wordsToEnd = (src: string, from: string, to: string): Value => ({
   measure: `len+=${to}-${from};`,
 });
 
+/** Item `id` of the byte strings `<src>V`, `<src>O`, the longest `max` bytes: whole words, or word by word to its end when long. */
+const strings = (src: string, id: string, max: number): Value =>
+  wordsFor(max) <= MAX_FIXED_WORDS ? words(src, `${src}O[${id}]`, `${src}O[${id}+1]-s`, wordsFor(max)) : wordsToEnd(src, `${src}O[${id}]`, `${src}O[${id}+1]`);
+
 /** The same value code around a statement that binds what it reads. */
 const within = (before: string, v: Value): Value => ({ write: `{${before}${v.write}}`, measure: `{${before}${v.measure}}` });
 
@@ -137,6 +145,8 @@ const wordsFor = (bytes: number): number => Math.max(1, Math.ceil(bytes / 8));
 
 /** The longest port, in bytes. */
 const MAX_PORT = 5;
+/** The longest AS number's JSON, `4294967295`, in bytes. */
+const MAX_ASN_JSON = 10;
 
 /**
  * The text of each octet value at a stride of 4 bytes: an address is written
@@ -202,10 +212,9 @@ function valueParts(code: number, shape: RowShape): Part[] {
     case FIELD.ping: return [within('const p=pingRank[r];', words('ping', 'pingO[p]', 'pingO[p+1]-s', wordsFor(shape.maxPing)))];
     case FIELD.timecheck: return [QUOTE, words('tc', 'timeRank[r]*19', '19', wordsFor(19)), QUOTE];
     case FIELD.country: return [{ write: 'dv.setUint32(pos,countryV.getUint32(country[r]*4,true),true);pos+=4;', measure: 'len+=4;' }];
-    case FIELD.city: {
-      const copy = wordsFor(shape.maxCity) <= MAX_FIXED_WORDS ? words('city', 'cityO[id]', 'cityO[id+1]-s', wordsFor(shape.maxCity)) : wordsToEnd('city', 'cityO[id]', 'cityO[id+1]');
-      return [within('const id=city[r];', copy)];
-    }
+    case FIELD.city: return [within('const id=city[r];', strings('city', 'id', shape.maxCity))];
+    case FIELD.asn: return [within('const n=network[r];', words('nasn', 'nasnO[n]', 'nasnO[n+1]-s', wordsFor(MAX_ASN_JSON)))];
+    case FIELD.org: return [within('const n=network[r];', strings('norg', 'n', shape.maxOrg))];
     default: throw new Error(`field ${code} is written in a group`);
   }
 }
@@ -215,6 +224,8 @@ function domain(code: number, domains: Domains): { values: readonly Uint8Array[]
   if (code === FIELD.type) return { values: domains.type, read: 'type[r]' };
   if (code === FIELD.anon) return { values: domains.anon, read: 'anon[r]' };
   if (code === FIELD.works) return { values: domains.works, read: 'works[r]' };
+  if (code === FIELD.hosting) return { values: domains.flag, read: '(nf[r]&3)' };
+  if (code === FIELD.mobile) return { values: domains.flag, read: '((nf[r]>>>2)&3)' };
   if (code >= SERVICE_CODE) return { values: BOOLEANS, read: `((svc[r]>>>${code - SERVICE_CODE})&1)` };
   return null;
 }
@@ -330,7 +341,8 @@ export function compileRowWriter(shape: RowShape, domains: Domains): { writeRows
   ${groups.map((_, g) => `const g${g}V = view(groups[${g}].bytes), g${g}L = groups[${g}].lengths;`).join('\n  ')}
   const countryV = view(store.countryJson);
   const cityStrings = lang === 'ru' ? c.cityJsonRu : c.cityJsonEn;
-  const cityV = view(cityStrings.bytes), cityO = cityStrings.off;`;
+  const cityV = view(cityStrings.bytes), cityO = cityStrings.off;
+  const network = c.network, nf = c.netFlags, nasnV = view(c.networkAsnJson.bytes), nasnO = c.networkAsnJson.off, norgV = view(c.networkOrgJson.bytes), norgO = c.networkOrgJson.off;`;
   const source = `"use strict";
 return {
   writeRows(buf, pos, rows, from, to, store, lang, ends) {

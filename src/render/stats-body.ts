@@ -22,6 +22,8 @@ export function statsJson(s: StatsCounts, services: readonly string[], pretty: b
     ['anon', object(named(ANONS, s.anons))],
     ['country', object(s.countries)],
     ['service', object(named(services, s.services))],
+    // An array of objects, as JSON.stringify writes it one level in.
+    ['asn', pretty ? JSON.stringify(s.asns, null, 2).replace(/\n/g, '\n  ') : JSON.stringify(s.asns)],
   ];
   return `{${nl}${top.map(([k, v]) => `${pretty ? '  ' : ''}"${k}"${colon}${v}`).join(`,${nl}`)}${nl}}`;
 }

@@ -20,6 +20,11 @@ export interface SnapshotRecord {
   city?: { ru?: string; en?: string } | null;
   works: number;
   services?: string[] | null;
+  /** The exit's network (docs/snapshot.md): its AS number and organisation, and whether it is a hosting or a mobile network. */
+  asn?: number | null;
+  org?: string | null;
+  hosting?: boolean | null;
+  mobile?: boolean | null;
 }
 
 export interface SnapshotFile {

@@ -34,6 +34,25 @@ const GEO: Array<[string, number, Array<[string, string]>]> = [
 ];
 /** The first 32 bits of IPv6 networks that proxies leave through: hosting and mobile ranges. */
 const V6_NETWORKS = [[0x2a01, 0x4f8], [0x2001, 0x41d0], [0x2607, 0xf8b0], [0x2400, 0xcb00], [0x2a02, 0x6b8], [0x2a00, 0x1450]];
+/**
+ * Networks proxies leave through, as [AS number, organisation, hosting,
+ * mobile]: data centres anywhere, and the home and mobile carriers of a
+ * few countries. Some organisations hold a comma or a quote, as real ones do.
+ */
+type GeneratedNetwork = [number, string, boolean, boolean];
+const HOSTING_NETWORKS: GeneratedNetwork[] = [
+  [16509, 'Amazon.com, Inc.', true, false], [14061, 'DigitalOcean, LLC', true, false], [24940, 'Hetzner Online GmbH', true, false],
+  [16276, 'OVH SAS', true, false], [13335, 'Cloudflare, Inc.', true, false], [396982, 'Google LLC', true, false], [63949, 'Akamai Connected Cloud', true, false],
+];
+const HOME_NETWORKS: Record<string, GeneratedNetwork[]> = {
+  US: [[7922, 'Comcast Cable Communications, LLC', false, false], [21928, 'T-Mobile USA, Inc.', false, true]],
+  RU: [[12389, 'PJSC "Rostelecom"', false, false], [8359, 'MTS PJSC', false, true]],
+  DE: [[3320, 'Deutsche Telekom AG', false, false]],
+  CN: [[4134, 'Chinanet', false, false], [9808, 'China Mobile Communications Group Co., Ltd.', false, true]],
+  BR: [[28573, 'Claro NXT Telecomunicacoes Ltda', false, false]],
+  IN: [[9829, 'National Internet Backbone', false, false], [45609, 'Bharti Airtel Ltd. AS for GPRS Service', false, true]],
+  ID: [[7713, 'PT Telekomunikasi Indonesia', false, false]],
+};
 const PORTS = [80, 8080, 3128, 1080, 8888, 443, 8000, 9050, 4145, 1081, 8118, 999, 53281, 60000];
 const SERVICE_SHARE = [0.15, 0.55, 0.35, 0.4, 0.5];
 
@@ -78,6 +97,19 @@ export function generateRecords(o: GenerateOptions): SnapshotRecord[] {
     const text = formatIPv6(groups);
     return form < 0.1 ? text.toUpperCase() : form < 0.15 ? groups.map((g) => g.toString(16).padStart(4, '0')).join(':') : text;
   };
+  // The networks come from a stream of their own: the other fields are what they were before networks existed.
+  const netRand = prng((o.seed ?? 1) ^ 0x5bd1e995);
+  /** Who runs the exit: most records say, some give only the AS number, some nothing (docs/snapshot.md). */
+  const network = (record: SnapshotRecord, country: string): void => {
+    const x = netRand();
+    if (x < 0.15) return;
+    const home = HOME_NETWORKS[country];
+    const [asn, org, hosting, mobile] = home && netRand() < 0.6 ? home[Math.floor(netRand() * home.length)] : HOSTING_NETWORKS[Math.floor(netRand() * HOSTING_NETWORKS.length)];
+    record.asn = asn;
+    if (x >= 0.25) record.org = org;
+    if (netRand() < 0.7) record.hosting = hosting;
+    if (netRand() < 0.5) record.mobile = mobile;
+  };
   const v6Entries = o.ipv6Entries ?? 0.05;
   const v6Exits = o.ipv6Exits ?? 0.2;
   const geoWeights = GEO.map((g) => g[1]);
@@ -104,6 +136,7 @@ export function generateRecords(o: GenerateOptions): SnapshotRecord[] {
     const exit = rand();
     if (exit < v6Exits) record.ip_out = randomIpv6();
     else if (exit < v6Exits + (1 - v6Exits) * 0.3) record.ip_out = randomIp();
+    network(record, country);
     records.push(record);
     // One address often serves several protocols, and checkers repeat themselves.
     if (rand() < 0.1 && records.length < o.records) {
@@ -154,9 +187,17 @@ export function evolveRecords(records: readonly SnapshotRecord[], o: EvolveOptio
       else if (y < 0.45) next.works = Math.floor(rand() * 101);
       else if (y < 0.55) next.anon = ANONS[Math.floor(rand() * ANONS.length)];
       else if (y < 0.65) next.services = DEFAULT_SERVICES.filter(() => rand() < 0.5);
-      else if (y < 0.75) next.city = fresh[Math.floor(rand() * fresh.length)].city;
-      else if (y < 0.85) next.country = fresh[Math.floor(rand() * fresh.length)].country;
-      else if (y < 0.9) next.ip_out = `10.${Math.floor(rand() * 256)}.${Math.floor(rand() * 256)}.1`;
+      else if (y < 0.85) {
+        // A proxy that moves changes its place as a whole: country, city and the network it leaves through.
+        const other = fresh[Math.floor(rand() * fresh.length)];
+        next.country = other.country;
+        next.city = other.city;
+        for (const key of ['asn', 'org', 'hosting', 'mobile'] as const) {
+          if (other[key] === undefined) delete next[key];
+          else (next as unknown as Record<string, unknown>)[key] = other[key];
+        }
+      } else if (y < 0.9) next.ip_out = `${1 + Math.floor(rand() * 222)}.${Math.floor(rand() * 256)}.${Math.floor(rand() * 256)}.${1 + Math.floor(rand() * 254)}`;
+      else if (y < 0.95) next.hosting = !(next.hosting ?? false);
       out.push(next);
     }
   }

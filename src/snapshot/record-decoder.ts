@@ -1,5 +1,5 @@
 import { mappedIPv4, parseIPv6Bytes } from '../core/ipv6.js';
-import { FIELD_TABLE, parseIPv4Bytes } from '../core/vocabulary.js';
+import { FIELD_TABLE, MAX_ASN, parseIPv4Bytes } from '../core/vocabulary.js';
 import { skipValue, Truncated } from './msgpack-walk.js';
 import { MAX_STRING_BYTES } from './format.js';
 
@@ -15,8 +15,8 @@ const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 // The snapshot's record keys: those of the field table, then the services list; each found by name, whatever the table's order.
 const SNAPSHOT_KEYS: readonly string[] = [...FIELD_TABLE.map((f) => f.snapshotKey), 'services'];
 const KEYS = SNAPSHOT_KEYS.map(enc);
-const [K_IP, K_PORT, K_IP_OUT, K_TYPE, K_ANON, K_PING, K_CHECKED, K_COUNTRY, K_CITY, K_WORKS, K_SERVICES] =
-  ['ip', 'port', 'ip_out', 'type', 'anon', 'ping_ms', 'checked_at', 'country', 'city', 'works', 'services'].map((k) => SNAPSHOT_KEYS.indexOf(k));
+const [K_IP, K_PORT, K_IP_OUT, K_TYPE, K_ANON, K_PING, K_CHECKED, K_COUNTRY, K_CITY, K_WORKS, K_SERVICES, K_ASN, K_ORG, K_HOSTING, K_MOBILE] =
+  ['ip', 'port', 'ip_out', 'type', 'anon', 'ping_ms', 'checked_at', 'country', 'city', 'works', 'services', 'asn', 'org', 'hosting', 'mobile'].map((k) => SNAPSHOT_KEYS.indexOf(k));
 const TYPE_NAMES = ['http', 'https', 'socks4', 'socks5'].map(enc);
 const ANON_NAMES = ['transparent', 'anonymous', 'elite'].map(enc);
 const RU = enc('ru');
@@ -75,6 +75,13 @@ export class RecordDecoder {
   enEnd = -1;
   works = 0;
   services = 0;
+  /** The exit's AS number, 0 when absent; the byte range of its organisation, start -1 when absent. */
+  asn = 0;
+  orgStart = -1;
+  orgEnd = -1;
+  /** The exit's network flags: -1 absent, else 0 or 1. */
+  hosting = -1;
+  mobile = -1;
 
   private p = 0;
   private readonly serviceNames: Uint8Array[];
@@ -148,6 +155,18 @@ export class RecordDecoder {
     return false;
   }
 
+  /** A boolean as 0 or 1, or -1 (and the value skipped) if it is not one. */
+  private boolean(b: Uint8Array): number {
+    this.need(b, 1);
+    const t = b[this.p];
+    if (t === 0xc2 || t === 0xc3) {
+      this.p++;
+      return t - 0xc2;
+    }
+    this.p = skipValue(b, this.p);
+    return -1;
+  }
+
   private ipv4(b: Uint8Array, len: number): number {
     const start = this.p;
     this.p += len;
@@ -168,12 +187,15 @@ export class RecordDecoder {
     this.p = pos;
     let ip = ABSENT, port = NaN, ipOut = ABSENT, type = ABSENT, anon = ABSENT, ping = NaN, checked = NaN, country = ABSENT, city = ABSENT, works = NaN, services = ABSENT;
     let hasPort = false, hasPing = false, hasChecked = false, hasWorks = false;
+    let hasAsn = false, asn = 0, org = ABSENT, hosting = ABSENT, mobile = ABSENT;
     let unknownService = '';
     this.ipOut = -1;
     this.ipOutV6 = false;
     this.ipV6 = false;
     this.cityStart = this.ruStart = this.enStart = -1;
     this.services = 0;
+    this.asn = 0;
+    this.orgStart = this.hosting = this.mobile = -1;
     const entries = this.container(b, 0x80, 0xde);
     if (entries < 0) {
       this.p = skipValue(b, pos);
@@ -250,6 +272,26 @@ export class RecordDecoder {
           this.services = mask >>> 0;
           break;
         }
+        case K_ASN: hasAsn = !this.isNil(b); if (hasAsn) asn = this.number(b); break;
+        case K_ORG: {
+          if (this.isNil(b)) { org = ABSENT; this.orgStart = -1; break; }
+          const len = this.string(b);
+          org = len < 0 || len > MAX_STRING_BYTES ? BAD : OK;
+          this.orgStart = len < 0 ? -1 : this.p;
+          this.orgEnd = this.p + Math.max(0, len);
+          this.orgLong = len > MAX_STRING_BYTES;
+          if (len >= 0) this.p += len;
+          break;
+        }
+        case K_HOSTING:
+        case K_MOBILE: {
+          const nil = this.isNil(b);
+          const v = nil ? -1 : this.boolean(b);
+          const state = nil ? ABSENT : v >= 0 ? OK : BAD;
+          if (field === K_HOSTING) { hosting = state; this.hosting = v; }
+          else { mobile = state; this.mobile = v; }
+          break;
+        }
         default:
           this.p = skipValue(b, this.p); // an unknown key's value
       }
@@ -270,11 +312,17 @@ export class RecordDecoder {
       : city === BAD ? this.cityProblem
       : !hasWorks || !(Number.isInteger(works) && works >= 0 && works <= 100) ? 'works is not an integer in 0..100'
       : services === BAD ? (unknownService === '' ? 'services is not an array' : `services names an unknown service ${JSON.stringify(unknownService).slice(0, 70)}`)
+      : hasAsn && !(Number.isInteger(asn) && asn >= 1 && asn <= MAX_ASN) ? `asn is not an integer in 1..${MAX_ASN}`
+      : org === BAD ? (this.orgLong ? `org is longer than ${MAX_STRING_BYTES} bytes` : 'org is not a string')
+      : hosting === BAD ? 'hosting is not a boolean'
+      : mobile === BAD ? 'mobile is not a boolean'
       : null;
+    this.asn = hasAsn ? asn : 0;
     return this.p;
   }
 
   private cityProblem = '';
+  private orgLong = false;
 
   private city(b: Uint8Array): number {
     const start = this.p;

@@ -1,6 +1,6 @@
 import { formatIPv6 } from '../core/ipv6.js';
 import { recordColumns, type ExtractedRecords, type RecordColumns } from '../store/build.js';
-import { EXIT_IS_ENTRY } from '../store/columns.js';
+import { EXIT_IS_ENTRY, HOSTING, HOSTING_KNOWN, MOBILE, MOBILE_KNOWN, type Network } from '../store/columns.js';
 import { AddressInterner } from './address-interner.js';
 import type { RecordDecoder } from './record-decoder.js';
 
@@ -27,6 +27,9 @@ export class RecordExtractor implements ExtractedRecords {
   private readonly countryCodes: string[] = [];
   /** City id by the raw bytes of the record's `city` value. */
   private readonly cityIds = new Map<string, number>();
+  readonly networks: Network[] = [{ asn: 0, org: '' }];
+  /** Network id by AS number and organisation; each organisation is kept once. */
+  private readonly networkIds = new Map<string, number>();
   readonly exitsV6 = { records: [] as number[], texts: [] as string[] };
   private readonly exitV6Ids = new AddressInterner();
   private readonly entries = { records: [] as number[], texts: [] as string[] };
@@ -89,6 +92,21 @@ export class RecordExtractor implements ExtractedRecords {
       }
     }
     c.city[m] = cityId;
+    // An empty organisation is an unknown one.
+    const org = d.orgStart < 0 || d.orgEnd === d.orgStart ? '' : b.toString('utf8', d.orgStart, d.orgEnd);
+    c.network[m] = d.asn === 0 && org === '' ? 0 : this.networkId(d.asn, org);
+    c.netFlags[m] = (d.hosting < 0 ? 0 : HOSTING_KNOWN | (d.hosting * HOSTING)) | (d.mobile < 0 ? 0 : MOBILE_KNOWN | (d.mobile * MOBILE));
+  }
+
+  /** The id of the network of AS number `asn` (0: unknown) run by `org` ('' unknown). */
+  private networkId(asn: number, org: string): number {
+    const key = `${asn} ${org}`;
+    let id = this.networkIds.get(key);
+    if (id === undefined) {
+      this.networkIds.set(key, (id = this.networks.length));
+      this.networks.push({ asn, org });
+    }
+    return id;
   }
 
   /** The records whose ip is IPv6, their addresses' texts and words, by id (see ExtractedRecords). */

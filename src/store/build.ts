@@ -2,14 +2,14 @@ import { ANONS, TYPES } from '../core/vocabulary.js';
 import { formatTimecheck } from '../core/service-time.js';
 import { ColumnArena, mappedBuffer, sharedCopy } from './arena.js';
 import { member, setBit, wordsFor, type BitsetFamily } from './bitset.js';
-import { MAX_LINE_BYTES, MAX_V6_LINE_BYTES, READ_SLACK, packKey, type ByteStrings, type StoreColumns, type StoreMeta } from './columns.js';
+import { HOSTING, HOSTING_KNOWN, MAX_LINE_BYTES, MAX_V6_LINE_BYTES, MOBILE, MOBILE_KNOWN, READ_SLACK, packKey, type ByteStrings, type Network, type StoreColumns, type StoreMeta } from './columns.js';
 import { packStrings, writeAscii, writeIPv4, writeUint } from './encode.js';
 import { recordPrints, type ExitsV6 } from './history.js';
 import { radixSortIndices } from './radix-sort.js';
 
 /** Bytes per record of the columns a store keeps as they are read (permuted into row order later), but the services'. */
-const KEPT_BYTES = 4 + 2 + 1 + 1 + 1 + 4 + 4 + 4 + 2 + 4;
-const KEPT_COLUMNS = 11;
+const KEPT_BYTES = 4 + 2 + 1 + 1 + 1 + 4 + 4 + 4 + 2 + 4 + 4 + 1;
+const KEPT_COLUMNS = 13;
 
 /** Bytes a row's services take: one bit per service of the snapshot, in the narrowest whole column. */
 const serviceBytes = (services: number): 1 | 2 | 4 => (services <= 8 ? 1 : services <= 16 ? 2 : 4);
@@ -44,6 +44,8 @@ export function recordColumns(capacity: number, services: number) {
     ipOut: kept.u32(capacity),
     country: kept.u16(capacity),
     city: kept.u32(capacity),
+    network: kept.u32(capacity),
+    netFlags: kept.u8(capacity),
     services: width === 1 ? kept.u8(capacity) : width === 2 ? kept.u16(capacity) : kept.u32(capacity),
     ping: new Float64Array(scratch, 0, capacity),
     checkedAt: new Uint32Array(scratch, capacity * 8, capacity),
@@ -63,6 +65,8 @@ export interface ExtractedRecords {
   readonly skipCounts: Record<string, number>;
   readonly columns: RecordColumns;
   readonly cities: Array<{ ru: string; en: string }>;
+  /** The exits' networks by id (the `network` column); id 0 is unknown (AS number 0, no organisation). */
+  readonly networks: Network[];
   /**
    * The records whose ip_out is an IPv6 address, ascending, and the
    * addresses' texts (RFC 5952): such a record's `ipOut` is its text's index.
@@ -246,9 +250,21 @@ function detach(buffer: ArrayBuffer): void {
 }
 
 /** Bytes of the derived columns of `rows` rows (see buildStore), with room for each column's alignment. */
-function derivedBytes(rows: number, sets: number, cities: number, times: number): number {
-  const perRow = 4 * 4 + (MAX_LINE_BYTES + 4) + 1 + 4 + 8 + 8;
-  return rows * perRow + sets * Math.max(1, wordsFor(rows)) * 4 + (cities + 1) * 4 + times * 19 + 3 * READ_SLACK + 22 * 8;
+function derivedBytes(rows: number, sets: number, cities: number, networks: number, times: number): number {
+  const perRow = 5 * 4 + (MAX_LINE_BYTES + 4) + 1 + 4 + 8 + 8;
+  return rows * perRow + sets * Math.max(1, wordsFor(rows)) * 4 + (cities + 1) * 4 + (networks + 1) * 4 + times * 19 + 3 * READ_SLACK + 26 * 8;
+}
+
+/** The rows of each id of `column` (ids below `count`), ascending: id k's rows are rows[start[k] .. start[k + 1]). */
+function postings(arena: ColumnArena, column: Uint32Array, count: number): { start: Uint32Array; rows: Uint32Array } {
+  const rows = column.length;
+  const start = arena.u32(count + 1);
+  for (let r = 0; r < rows; r++) start[column[r] + 1]++;
+  for (let k = 0; k < count; k++) start[k + 1] += start[k];
+  const list = arena.u32(rows);
+  const fill = start.slice(0, count);
+  for (let r = 0; r < rows; r++) list[fill[column[r]]++] = r;
+  return { start, rows: list };
 }
 
 /**
@@ -315,8 +331,8 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   const rowOf = freeLane(kept, out);
   for (let r = 0; r < rows; r++) rowOf[out[r]] = r;
 
-  const arena = new ColumnArena(derivedBytes(rows, TYPES.length + ANONS.length + countries.length + services.length + 3, records.cities.length, times.length) + records.entriesV6.records.length * (MAX_V6_LINE_BYTES - MAX_LINE_BYTES));
-  const prints = recordPrints(x, m, pingValues, times, countries, records.cities, records.exitsV6);
+  const arena = new ColumnArena(derivedBytes(rows, TYPES.length + ANONS.length + countries.length + services.length + 3 + 4, records.cities.length, records.networks.length, times.length) + records.entriesV6.records.length * (MAX_V6_LINE_BYTES - MAX_LINE_BYTES));
+  const prints = recordPrints(x, m, pingValues, times, countries, records.cities, records.networks, records.exitsV6);
   const { byAddress, addrId, addrPrint, addrKey, addrCount } = addressColumns(arena, x, kept, rowOf, prints, v6);
   const exitV6Bits = family(arena, 1, rows);
   const exitV6Rows = exitRows(records.exitsV6.records, rowOf, out, member(exitV6Bits, 0));
@@ -343,6 +359,7 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
     ip: inRowOrder(x.ip), port: inRowOrder(x.port), type: inRowOrder(x.type), anon: inRowOrder(x.anon), works: inRowOrder(x.works),
     pingRank: inRowOrder(x.pingRank), timeRank: inRowOrder(x.timeRank), ipOut: inRowOrder(x.ipOut),
     country: inRowOrder(x.country), city: inRowOrder(x.city), services: inRowOrder(x.services),
+    network: inRowOrder(x.network), netFlags: inRowOrder(x.netFlags),
   };
 
   // The other orders (docs/api.md, Parameters); stable passes over the row order keep it for ties.
@@ -388,20 +405,23 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   const anonSets = ANONS.map((_, i) => member(anonBits, i));
   const countrySets = countries.map((_, i) => member(countryBits, i));
   const serviceSets = services.map((_, i) => member(serviceBits, i));
+  // A flag's member 0 holds the rows where it is known and false, member 1 where it is true.
+  const hostingBits = family(arena, 2, rows);
+  const mobileBits = family(arena, 2, rows);
+  const hostingSets = [member(hostingBits, 0), member(hostingBits, 1)];
+  const mobileSets = [member(mobileBits, 0), member(mobileBits, 1)];
   for (let r = 0; r < rows; r++) {
     setBit(typeSets[c.type[r]], r);
     setBit(anonSets[c.anon[r]], r);
     setBit(countrySets[c.country[r]], r);
     for (let mask = c.services[r], s = 0; mask !== 0; mask >>>= 1, s++) if (mask & 1) setBit(serviceSets[s], r);
+    const f = c.netFlags[r];
+    if (f & HOSTING_KNOWN) setBit(hostingSets[(f & HOSTING) === 0 ? 0 : 1], r);
+    if (f & MOBILE_KNOWN) setBit(mobileSets[(f & MOBILE) === 0 ? 0 : 1], r);
   }
 
-  const cityCount = records.cities.length;
-  const cityStart = arena.u32(cityCount + 1);
-  for (let r = 0; r < rows; r++) cityStart[c.city[r] + 1]++;
-  for (let k = 0; k < cityCount; k++) cityStart[k + 1] += cityStart[k];
-  const cityRows = arena.u32(rows);
-  const fill = cityStart.slice(0, cityCount);
-  for (let r = 0; r < rows; r++) cityRows[fill[c.city[r]]++] = r;
+  const { start: cityStart, rows: cityRows } = postings(arena, c.city, records.cities.length);
+  const { start: networkStart, rows: networkRows } = postings(arena, c.network, records.networks.length);
 
   // A ping of whole milliseconds, in seconds as JSON writes it.
   const pingText = packStrings(Array.from(pingValues, (ms) => String(ms / 1000)));
@@ -411,13 +431,16 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   const columns: StoreColumns = {
     ...c, pingValues, times, addrId, addrCount, byAddress, addrPrint, addrKey, byPing, byWorks, lines, ipLen, pingText, timecheck,
     typeBits, anonBits, countryBits, serviceBits, exitV6Bits, exitV6Text: packStrings(records.exitsV6.texts), v6Entries: entriesV6.table, ipvBits, cityStart, cityRows,
+    networkStart, networkRows, hostingBits, mobileBits,
+    networkAsnJson: packStrings(records.networks.map((n) => (n.asn === 0 ? 'null' : String(n.asn)))),
+    networkOrgJson: packStrings(records.networks.map((n) => JSON.stringify(n.org))),
     cityJsonRu: packStrings(records.cities.map((k) => JSON.stringify(k.ru))),
     cityJsonEn: packStrings(records.cities.map((k) => JSON.stringify(k.en))),
   };
   let maxPingText = 1;
   for (let k = 0; k < pingValues.length; k++) maxPingText = Math.max(maxPingText, pingText.off[k + 1] - pingText.off[k]);
   const meta: StoreMeta = {
-    generatedAt, contentHash, services: [...services], countries, cities: records.cities,
+    generatedAt, contentHash, services: [...services], countries, cities: records.cities, networks: records.networks,
     skipped: records.skipped, duplicates: m - rows, skipReasons: records.skipReasons, skipCounts: records.skipCounts, maxPingText, ipv6Exits: exitV6Rows,
     ipv6Entries, maxLineBytes, maxIpBytes,
   };

@@ -65,6 +65,18 @@ export function addressIndex(table: AddressTable, address: Uint32Array): number 
   return -1;
 }
 
+/** Who runs an exit (docs/snapshot.md): its AS number (0: unknown) and its organisation ('' unknown). */
+export interface Network {
+  asn: number;
+  org: string;
+}
+
+/** Bits of `netFlags`: whether the exit's `hosting` and `mobile` flags are known, and their values. */
+export const HOSTING_KNOWN = 1;
+export const HOSTING = 2;
+export const MOBILE_KNOWN = 4;
+export const MOBILE = 8;
+
 /** Variable-length byte strings, one per item: item i is bytes[off[i] .. off[i+1]). */
 export interface ByteStrings {
   bytes: Uint8Array;
@@ -106,6 +118,10 @@ export interface StoreColumns {
   exitV6Text: ByteStrings;
   country: Uint16Array;
   city: Uint32Array;
+  /** The exit's network, by id in `StoreMeta.networks` (0: unknown). */
+  network: Uint32Array;
+  /** The exit's hosting and mobile flags (HOSTING_KNOWN and the others). */
+  netFlags: Uint8Array;
   /** Bit i = compatible with service i (at most 32 services), in the narrowest of 8, 16 or 32 bits the snapshot's services fit. */
   services: Uint8Array | Uint16Array | Uint32Array;
   /** Same id for the rows of one ip:port (format=object keeps the first). */
@@ -135,6 +151,15 @@ export interface StoreColumns {
   /** Rows of city id c: cityRows[cityStart[c] .. cityStart[c+1]), ascending. */
   cityStart: Uint32Array;
   cityRows: Uint32Array;
+  /** Rows of network id k: networkRows[networkStart[k] .. networkStart[k+1]), ascending. */
+  networkStart: Uint32Array;
+  networkRows: Uint32Array;
+  /** Per network id, the JSON of its AS number (`null` for unknown) and of its organisation (a string literal). */
+  networkAsnJson: ByteStrings;
+  networkOrgJson: ByteStrings;
+  /** Rows whose exit's flag is known: member 0 false, member 1 true. */
+  hostingBits: BitsetFamily;
+  mobileBits: BitsetFamily;
   /** JSON string literals (quoted, escaped) of each city's name per language. */
   cityJsonRu: ByteStrings;
   cityJsonEn: ByteStrings;
@@ -150,6 +175,8 @@ export interface StoreMeta {
   countries: string[];
   /** City names by id; id 0 is "no city". */
   cities: Array<{ ru: string; en: string }>;
+  /** Exit networks by id; id 0 is unknown. */
+  networks: Network[];
   skipped: number;
   duplicates: number;
   /** Longest ping text, bounding a row's rendered size. */
@@ -169,9 +196,10 @@ export interface StoreMeta {
 /** Every column of a store, as the views of its bytes. */
 export function columnViews(c: StoreColumns): ArrayBufferView[] {
   return [
-    c.ip, c.port, c.type, c.anon, c.works, c.pingRank, c.pingValues, c.timeRank, c.times, c.ipOut, c.country, c.city, c.services,
+    c.ip, c.port, c.type, c.anon, c.works, c.pingRank, c.pingValues, c.timeRank, c.times, c.ipOut, c.country, c.city, c.network, c.netFlags, c.services,
     c.addrId, c.byAddress, c.addrPrint, c.addrKey, c.byPing, c.byWorks, c.lines.bytes, c.lines.off, c.ipLen, c.pingText.bytes, c.pingText.off, c.timecheck,
     c.typeBits.data, c.anonBits.data, c.countryBits.data, c.serviceBits.data, c.exitV6Bits.data, c.exitV6Text.bytes, c.exitV6Text.off, c.v6Entries, c.ipvBits.data, c.cityStart, c.cityRows,
+    c.networkStart, c.networkRows, c.hostingBits.data, c.mobileBits.data, c.networkAsnJson.bytes, c.networkAsnJson.off, c.networkOrgJson.bytes, c.networkOrgJson.off,
     c.cityJsonRu.bytes, c.cityJsonRu.off, c.cityJsonEn.bytes, c.cityJsonEn.off,
   ];
 }

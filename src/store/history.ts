@@ -1,5 +1,5 @@
 import { mappedBuffer, sharedBuffer, sharedCopy } from './arena.js';
-import { compareKeys, EXIT_IS_ENTRY, type AddressTable, type StoreColumns, type StoreMeta } from './columns.js';
+import { compareKeys, EXIT_IS_ENTRY, type AddressTable, type Network, type StoreColumns, type StoreMeta } from './columns.js';
 import { KeyTable, NO_ADDRESSES } from './key-table.js';
 import { VERSION_BYTES, VersionWriter, type VersionBatch } from './versions.js';
 
@@ -45,6 +45,8 @@ export interface PrintedFields {
   anon: ArrayLike<number>;
   works: ArrayLike<number>;
   services: ArrayLike<number>;
+  network: ArrayLike<number>;
+  netFlags: ArrayLike<number>;
   ipOut: ArrayLike<number>;
   timeRank: ArrayLike<number>;
   pingRank: ArrayLike<number>;
@@ -60,12 +62,13 @@ export interface PrintedFields {
  * enter by name, pings and times by value: ids and ranks differ between
  * snapshots. Two different records share a print with a chance of 2^-64.
  */
-export function recordPrints(x: PrintedFields, m: number, pingValues: Float64Array, times: Uint32Array, countries: readonly string[], cities: ReadonlyArray<{ ru: string; en: string }>, exitsV6: ExitsV6): Uint32Array {
+export function recordPrints(x: PrintedFields, m: number, pingValues: Float64Array, times: Uint32Array, countries: readonly string[], cities: ReadonlyArray<{ ru: string; en: string }>, networks: readonly Network[], exitsV6: ExitsV6): Uint32Array {
   const countryPrints = stringPrints(countries);
   // An IPv6 exit enters by its text (its `ipOut` is an index of this build's), or as the entry's own, which the key holds.
   const exitPrints = stringPrints(exitsV6.texts);
   let nextV6 = 0;
   const cityPrints = stringPrints(cities.map((c) => `${c.ru}\0${c.en}`));
+  const networkPrints = stringPrints(networks.map((n) => `${n.asn}\0${n.org}`));
   const pingBits = new Uint32Array(new Float64Array(pingValues).buffer);
   const prints = new Uint32Array(mappedBuffer(m * 8));
   for (let v = 0; v < m; v++) {
@@ -82,6 +85,8 @@ export function recordPrints(x: PrintedFields, m: number, pingValues: Float64Arr
       h = mix(h, pingBits[ping + 1]);
       h = mix(h, countryPrints[country + half]);
       h = mix(h, cityPrints[city + half]);
+      h = mix(h, networkPrints[x.network[v] * 2 + half]);
+      h = mix(h, x.netFlags[v]);
       prints[v * 2 + half] = finish(h);
     }
     if (v === exitsV6.records[nextV6]) nextV6++;

@@ -47,8 +47,15 @@ export class Store {
   readonly serviceSets: Uint32Array[];
   /** The rows whose entry is IPv4, and IPv6. */
   readonly ipvSets: Uint32Array[];
+  /** AS number → ids of the networks with it (one per organisation the records name). */
+  readonly asnNetworks: ReadonlyMap<number, readonly number[]>;
+  /** The rows whose exit's flag is known and 0, and 1. */
+  readonly hostingSets: Uint32Array[];
+  readonly mobileSets: Uint32Array[];
   /** Longest city literal and ping text, bounding a row's rendered size. */
   readonly maxCityJson: number;
+  /** Longest organisation literal. */
+  readonly maxOrgJson: number;
   readonly maxPingText: number;
   /** Longest IPv6 exit text kept (0 when there is none), and longest ip_out JSON. */
   readonly maxExitV6: number;
@@ -82,7 +89,18 @@ export class Store {
     this.countrySets = meta.countries.map((_, i) => member(c.countryBits, i));
     this.serviceSets = meta.services.map((_, i) => member(c.serviceBits, i));
     this.ipvSets = [member(c.ipvBits, 0), member(c.ipvBits, 1)];
+    const asnNetworks = new Map<number, number[]>();
+    meta.networks.forEach(({ asn }, id) => {
+      if (asn === 0) return;
+      const ids = asnNetworks.get(asn);
+      if (ids) ids.push(id);
+      else asnNetworks.set(asn, [id]);
+    });
+    this.asnNetworks = asnNetworks;
+    this.hostingSets = [member(c.hostingBits, 0), member(c.hostingBits, 1)];
+    this.mobileSets = [member(c.mobileBits, 0), member(c.mobileBits, 1)];
     this.maxCityJson = Math.max(longest(c.cityJsonRu), longest(c.cityJsonEn));
+    this.maxOrgJson = longest(c.networkOrgJson);
     this.maxPingText = meta.maxPingText;
     this.maxExitV6 = longest(c.exitV6Text);
     // An exit that is the row's IPv6 entry is as long as the entry's address, brackets taken off.

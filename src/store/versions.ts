@@ -1,13 +1,14 @@
 import { sharedBuffer } from './arena.js';
-import type { AddressTable, StoreColumns, StoreMeta } from './columns.js';
+import type { AddressTable, Network, StoreColumns, StoreMeta } from './columns.js';
 import { KeyTable } from './key-table.js';
 
 /**
  * Bytes a record version takes: its key (8), print (8), the snapshot it
  * was first seen at (4), checked_at (4), ping (8: the contract bounds it only
- * below), services (4), city (4), country (2), anon (1) and works (1).
+ * below), services (4), city (4), network (4), country (2), anon (1), works
+ * (1) and the network's flags (1).
  */
-export const VERSION_BYTES = 44;
+export const VERSION_BYTES = 49;
 /** A batch under this size is copied out of the room it was written in. */
 const SMALL_BATCH_BYTES = 1024 * 1024;
 
@@ -36,17 +37,20 @@ export interface VersionBatch {
   ping: Float64Array;
   services: Uint32Array;
   city: Uint32Array;
+  network: Uint32Array;
   country: Uint16Array;
   anon: Uint8Array;
   works: Uint8Array;
+  netFlags: Uint8Array;
   countries: readonly string[];
   cities: ReadonlyArray<{ ru: string; en: string }>;
+  networks: readonly Network[];
   /** The addresses its IPv6 keys index (store/key-table.ts). */
   v6: AddressTable;
 }
 
 /** Columns of `n` versions carved from `buffer`, widest first, so each view is aligned. */
-function carve(buffer: SharedArrayBuffer, n: number): Pick<VersionBatch, 'key' | 'print' | 'from' | 'checkedAt' | 'ping' | 'services' | 'city' | 'country' | 'anon' | 'works'> {
+function carve(buffer: SharedArrayBuffer, n: number): Pick<VersionBatch, 'key' | 'print' | 'from' | 'checkedAt' | 'ping' | 'services' | 'city' | 'network' | 'country' | 'anon' | 'works' | 'netFlags'> {
   let at = 0;
   const take = <T>(make: (b: SharedArrayBuffer, at: number, n: number) => T, width: number, items: number): T => {
     const view = make(buffer, at, items);
@@ -61,9 +65,11 @@ function carve(buffer: SharedArrayBuffer, n: number): Pick<VersionBatch, 'key' |
     checkedAt: take((b, a, k) => new Uint32Array(b, a, k), 4, n),
     services: take((b, a, k) => new Uint32Array(b, a, k), 4, n),
     city: take((b, a, k) => new Uint32Array(b, a, k), 4, n),
+    network: take((b, a, k) => new Uint32Array(b, a, k), 4, n),
     country: take((b, a, k) => new Uint16Array(b, a, k), 2, n),
     anon: take((b, a, k) => new Uint8Array(b, a, k), 1, n),
     works: take((b, a, k) => new Uint8Array(b, a, k), 1, n),
+    netFlags: take((b, a, k) => new Uint8Array(b, a, k), 1, n),
   };
 }
 
@@ -97,6 +103,8 @@ export class VersionWriter {
     c.country[i] = p.country[r];
     c.anon[i] = p.anon[r];
     c.works[i] = p.works[r];
+    c.network[i] = p.network[r];
+    c.netFlags[i] = p.netFlags[r];
   }
 
   /**
@@ -106,7 +114,7 @@ export class VersionWriter {
    */
   finish(): VersionBatch {
     const n = this.count;
-    const meta = { seq: this.seq, loadedAtMs: this.loadedAtMs, count: n, countries: this.prevMeta.countries, cities: this.prevMeta.cities, v6: this.keys.table() };
+    const meta = { seq: this.seq, loadedAtMs: this.loadedAtMs, count: n, countries: this.prevMeta.countries, cities: this.prevMeta.cities, networks: this.prevMeta.networks, v6: this.keys.table() };
     if (n * VERSION_BYTES >= SMALL_BATCH_BYTES) return { ...meta, ...this.cols };
     const out = carve(new SharedArrayBuffer(n * VERSION_BYTES), n);
     for (const name of Object.keys(out) as Array<keyof typeof out>) {

@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { NaiveEngine } from '../reference/naive-engine.js';
 import { SERVE_OPTIONS, envName } from '../../src/cli/serve-options.js';
 import { exitWithin, freePort, runCli, runCliSync, untilReady } from '../helpers/cli.js';
 import { tempDir } from '../helpers/server.js';
@@ -36,6 +37,17 @@ test('snapshot generate is deterministic with --seed and --now, and inspect acce
   assert.is(Object.values(report.by_type as Record<string, number>).reduce((x, y) => x + y, 0), report.records);
   assert.ok(Object.keys(report.by_country).length > 10, 'a real country mix');
   assert.ok(report.by_type.http > report.by_type.socks4, 'http is the most common type');
+  // Who runs the exits, as the records kept say it.
+  const kept = NaiveEngine.fromFile(a).records;
+  const flagCounts = (flag: 'hosting' | 'mobile') => ({ true: kept.filter((r) => r[flag] === true).length, false: kept.filter((r) => r[flag] === false).length });
+  assert.equal(report.exit_networks, {
+    with_asn: kept.filter((r) => r.asn).length,
+    with_org: kept.filter((r) => r.org).length,
+    asns: new Set(kept.filter((r) => r.asn).map((r) => r.asn)).size,
+    hosting: flagCounts('hosting'),
+    mobile: flagCounts('mobile'),
+  });
+  assert.ok(report.exit_networks.with_asn > report.records / 2 && report.exit_networks.with_org < report.exit_networks.with_asn, 'most records name their exit network, some without an organisation');
 });
 
 test('snapshot inspect exits non-zero, with the reason, on a file the server would reject', async () => {

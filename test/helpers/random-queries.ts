@@ -19,7 +19,7 @@ const FIELDS = ['ip', 'port', 'ip_out', 'type', 'anon', 'ping', 'timecheck', 'co
  * Valid /api query strings (without the key) spanning every parameter: lists
  * with odd case, spaces, repeats and duplicates; cm and country_mode; cities in
  * both languages; every output and JSON option; ip in both families, and
- * ipv; count; no-match cases.
+ * ipv; the exit network's asn, hosting and mobile; count; no-match cases.
  */
 export function randomQueries(records: readonly SnapshotRecord[], n: number, seed: number): string[] {
   const rand = seeded(seed);
@@ -41,6 +41,25 @@ export function randomQueries(records: readonly SnapshotRecord[], n: number, see
   };
   const cities = [...new Set(records.flatMap((r) => [r.city?.ru, r.city?.en]).filter((c): c is string => !!c))];
   const countries = [...new Set(records.map((r) => r.country.toUpperCase()))];
+
+  // The exit network's filters draw from a stream of their own: the rest of each query is what it was before they existed.
+  const netRand = seeded(seed ^ 0x2545f491);
+  const asns = [...new Set(records.map((r) => r.asn).filter((a): a is number => !!a))];
+  const networkParams = (): string[] => {
+    const parts: string[] = [];
+    if (netRand() < 0.12 && asns.length > 0) {
+      const items = Array.from({ length: 1 + Math.floor(netRand() * 3) }, () => (netRand() < 0.15 ? 64511 : asns[Math.floor(netRand() * asns.length)]));
+      parts.push(`asn=${items.map((a) => (netRand() < 0.3 ? `${netRand() < 0.5 ? 'AS' : 'as'}${a}` : String(a))).join(',')}`);
+    }
+    if (netRand() < 0.1) parts.push(`hosting=${netRand() < 0.5 ? 0 : 1}`);
+    if (netRand() < 0.1) parts.push(`mobile=${netRand() < 0.5 ? 0 : 1}`);
+    // Fields a list merges with any other `fields` of the query (JSON only; the other outputs ignore it).
+    if (netRand() < 0.2) {
+      const named = ['asn', 'org', 'hosting', 'mobile', 'ip', 'works', 'ORG', 'Asn'].filter(() => netRand() < 0.4);
+      if (named.length > 0) parts.push(`fields=${named.join(',')}`);
+    }
+    return parts;
+  };
 
   const queries: string[] = [];
   for (let q = 0; q < n; q++) {
@@ -93,6 +112,7 @@ export function randomQueries(records: readonly SnapshotRecord[], n: number, see
       const j = Math.floor(rand() * (i + 1));
       [parts[i], parts[j]] = [parts[j], parts[i]];
     }
+    for (const param of networkParams()) parts.splice(Math.floor(netRand() * (parts.length + 1)), 0, param);
     queries.push(parts.join('&'));
   }
   return queries;

@@ -104,7 +104,7 @@ const BAD: Array<[string, string]> = [
   ['get=json&split_ip=yes', 'Error: Invalid split_ip "yes"; allowed: 0, 1'],
   ['get=json&wrap=true', 'Error: Invalid wrap "true"; allowed: 0, 1'],
   ['get=json&format=list', 'Error: Invalid format "list"; allowed: array, object'],
-  ['get=json.file&fields=ip,host', 'Error: Invalid fields "host"; allowed: ip, port, ip_out, type, anon, ping, timecheck, country, city, works, smtp, telegram, avito, google, the service'],
+  ['get=json.file&fields=ip,host', 'Error: Invalid fields "host"; allowed: ip, port, ip_out, type, anon, ping, timecheck, country, city, works, asn, org, hosting, mobile, smtp, telegram, avito, google, the service'],
   ['get=json&ip=1.2.3', 'Error: Invalid ip "1.2.3"; allowed: a.b.c.d, a.b.c.d:port, an IPv6 address or [IPv6]:port'],
   ['get=json&ip=1.2.3.4:0', 'Error: Invalid ip "1.2.3.4:0"; allowed: a.b.c.d, a.b.c.d:port, an IPv6 address or [IPv6]:port'],
   ['get=json&ip=1.2.3.4:70000', 'Error: Invalid ip "1.2.3.4:70000"; allowed: a.b.c.d, a.b.c.d:port, an IPv6 address or [IPv6]:port'],
@@ -117,6 +117,17 @@ const BAD: Array<[string, string]> = [
   ['city=%E0%80%AF', 'Error: Malformed percent-encoding or UTF-8 in parameter city'],
   [`type=${'x'.repeat(100)}`, `Error: Invalid type "${'x'.repeat(64)}"; allowed: http, https, socks4, socks5`],
   ['type=a%0Ab%09c%1Bd', 'Error: Invalid type "abcd"; allowed: http, https, socks4, socks5'],
+  ...['cloudflare', '0', 'AS', 'AS-1', '4294967296', '13335.0', 'ASN13335', '12345678901'].map((item): [string, string] =>
+    [`asn=13335,${encodeURIComponent(item)}`, `Error: Invalid asn "${item}"; allowed: AS numbers from 1 to 4294967295, as 13335 or AS13335`]),
+  ['hosting=2', 'Error: Invalid hosting "2"; allowed: 0, 1'],
+  ['mobile=yes', 'Error: Invalid mobile "yes"; allowed: 0, 1'],
+  ['hosting=1&hosting=0', 'Error: Parameter hosting is given more than once'],
+  // In reading order: the entry's family, then the exit's network, then wait.
+  ['ipv=5&asn=x', 'Error: Invalid ipv "5"; allowed: 4, 6'],
+  ['asn=x&hosting=2&wait=0', 'Error: Invalid asn "x"; allowed: AS numbers from 1 to 4294967295, as 13335 or AS13335'],
+  ['hosting=2&mobile=2', 'Error: Invalid hosting "2"; allowed: 0, 1'],
+  ['mobile=2&wait=0', 'Error: Invalid mobile "2"; allowed: 0, 1'],
+  ['get=stats&asn=x', 'Error: Invalid asn "x"; allowed: AS numbers from 1 to 4294967295, as 13335 or AS13335'],
 ];
 
 test('invalid parameters get 400 naming the parameter and the allowed values', async ({ t }) => {

@@ -47,7 +47,8 @@ const narrow = [
   'get=json&time=120&fields=ip,ping', `get=json&country=${some[2].country},${some[3].country}&time=99999`, `country=${some[4].country}&cm=except&service=telegram&time=99999`,
   `city=${encodeURIComponent(some[5].city?.ru ?? 'Москва')},${encodeURIComponent(some[6].city?.en ?? 'Berlin')}&time=99999`, 'service=smtp,google&type=http,https&time=99999',
   `get=json&ip=${some.slice(0, 12).map((r) => r.ip).join(',')},${withPort(some[13])}&time=99999`,
-  'ipv=6&time=99999', 'get=json&ipv=4&type=socks5&time=300', `get=json&ipv=6&ip=${v6.slice(0, 6).map(withPort).join(',')},${v6[7].ip.toUpperCase()}&time=99999`,
+  'ipv=6&time=99999', 'get=json&ipv=4&type=socks5&time=300', `asn=${some[7].asn ?? 24940},AS${some[8].asn ?? 16276}&time=99999`,
+  'hosting=1&time=99999', 'get=json&hosting=0&mobile=1&time=99999', 'mobile=0&type=http&time=300', `get=json&ipv=6&ip=${v6.slice(0, 6).map(withPort).join(',')},${v6[7].ip.toUpperCase()}&time=99999`,
 ];
 
 /** Whole-list queries: no count, offset or random order, which a cursor never comes with. */

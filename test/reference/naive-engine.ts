@@ -67,12 +67,14 @@ function atItems(items: readonly string[] | null): (r: SnapshotRecord) => boolea
     return parsed.some((m) => m.ip === r.ip && (m.port === null || m.port === r.port));
   };
 }
+/** An `asn` filter item, `13335` or `AS13335` in any case, as its number. */
+const asnOf = (item: string): number => Number(item.replace(/^as/i, ''));
 const norm = (s: string): string => s.trim().normalize('NFC').toLowerCase();
 /** A record's key in a change set. */
 export const keyOf = (r: SnapshotRecord): string => `${r.type}://${host(r.ip)}:${r.port}`;
 /** What a record shows, in any output: equal texts are the same record. */
 const visible = (r: SnapshotRecord, services: readonly string[]): string =>
-  JSON.stringify([r.anon, Math.round(r.ping_ms), r.checked_at, r.country.toUpperCase(), r.city?.ru ?? '', r.city?.en ?? '', r.ip_out ?? r.ip, r.works, services.filter((s) => (r.services ?? []).includes(s))]);
+  JSON.stringify([r.anon, Math.round(r.ping_ms), r.checked_at, r.country.toUpperCase(), r.city?.ru ?? '', r.city?.en ?? '', r.ip_out ?? r.ip, r.works, services.filter((s) => (r.services ?? []).includes(s)), r.asn ?? null, r.org || '', r.hosting ?? null, r.mobile ?? null]);
 const timecheck = (unixS: number): string => new Date((unixS + 7200) * 1000).toISOString().slice(0, 19).replace('T', ' ');
 
 export class NaiveEngine {
@@ -181,6 +183,9 @@ export class NaiveEngine {
       if (ips) filters.ip = ips;
       const ipv = list('ipv');
       if (ipv) filters.ipv = unique(ipv.map(Number));
+      const asn = list('asn');
+      if (asn) filters.asn = unique(asn.map(asnOf));
+      for (const flag of ['hosting', 'mobile']) if (one(flag) !== null) filters[flag] = Number(one(flag));
       if (one('sort') !== null) filters.sort = sort;
       if (one('offset') !== null) filters.offset = offset;
       if (count !== null) filters.count = count;
@@ -210,6 +215,12 @@ export class NaiveEngine {
       if (wanted('country')) o.country = r.country.toUpperCase();
       if (wanted('city')) o.city = r.city?.[lang] ?? '';
       if (wanted('works')) o.works = String(r.works);
+      // Who runs the exit: only when named.
+      const named = (name: string): boolean => fieldList.includes(name);
+      if (named('asn')) o.asn = r.asn ?? null;
+      if (named('org')) o.org = r.org ?? '';
+      if (named('hosting')) o.hosting = r.hosting ?? null;
+      if (named('mobile')) o.mobile = r.mobile ?? null;
       for (const s of this.services) if (wanted(s)) o[s] = (r.services ?? []).includes(s);
       return o;
     };
@@ -275,6 +286,9 @@ export class NaiveEngine {
     const lowerServices = this.services.map((s) => s.toLowerCase());
     const services = list('service')?.map((s) => this.services[lowerServices.indexOf(s.toLowerCase())]);
     const families = list('ipv')?.map(Number);
+    const asns = list('asn')?.map(asnOf);
+    const hosting = one('hosting') === null ? null : one('hosting') === '1';
+    const mobile = one('mobile') === null ? null : one('mobile') === '1';
     const nowS = Math.floor(nowMs / 1000);
     return this.records.filter(
       (r) =>
@@ -287,7 +301,10 @@ export class NaiveEngine {
         (!countries || countries.includes(r.country.toUpperCase()) === (cm === 'include')) &&
         (!cities || cities.some((c) => norm(c) === norm(r.city?.ru ?? '') || norm(c) === norm(r.city?.en ?? ''))) &&
         (!services || services.every((s) => (r.services ?? []).includes(s))) &&
-        (!families || families.includes(isV6(r.ip) ? 6 : 4)),
+        (!families || families.includes(isV6(r.ip) ? 6 : 4)) &&
+        (!asns || asns.includes(r.asn ?? 0)) &&
+        (hosting === null || r.hosting === hosting) &&
+        (mobile === null || r.mobile === mobile),
     );
   }
 
@@ -300,7 +317,16 @@ export class NaiveEngine {
     const byCountry = codes.map((c) => [c, countOf((r) => r.country.toUpperCase() === c)] as const);
     byCountry.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
     const service = Object.fromEntries(this.services.map((s) => [s, countOf((r) => (r.services ?? []).includes(s))]));
-    const value = { count: rows.length, type, anon, country: Object.fromEntries(byCountry), service };
+    // Each AS number with its records and the organisation most of them name (ties: the first in string order).
+    const asns = [...new Set(rows.map((r) => r.asn ?? 0))].filter((a) => a !== 0).map((asn) => {
+      const own = rows.filter((r) => r.asn === asn);
+      const orgs = [...new Set(own.map((r) => r.org ?? '').filter((o) => o !== ''))].sort();
+      const votes = orgs.map((o) => own.filter((r) => r.org === o).length);
+      const org = orgs.length === 0 ? '' : orgs[votes.indexOf(Math.max(...votes))];
+      return { asn, org, count: own.length };
+    });
+    asns.sort((a, b) => b.count - a.count || a.asn - b.asn);
+    const value = { count: rows.length, type, anon, country: Object.fromEntries(byCountry), service, asn: asns.slice(0, 100) };
     const body = pretty ? JSON.stringify(value, null, 2) : JSON.stringify(value);
     return { status: 200, contentType: 'application/json; charset=utf-8', disposition: null, body };
   }

@@ -37,5 +37,9 @@ export function recordProblem(r: unknown, services: readonly string[]): string |
     const unknown = r.services.find((s) => typeof s !== 'string' || !services.includes(s));
     if (unknown !== undefined) return `services names an unknown service ${JSON.stringify(typeof unknown === 'string' ? unknown : '(not a string)').slice(0, 70)}`;
   }
+  if (!isAbsent(r.asn) && !isInt(r.asn, 1, 4294967295)) return 'asn is not an integer in 1..4294967295';
+  if (!isAbsent(r.org) && typeof r.org !== 'string') return 'org is not a string';
+  if (typeof r.org === 'string' && Buffer.byteLength(r.org) > 256) return 'org is longer than 256 bytes';
+  for (const flag of ['hosting', 'mobile']) if (!isAbsent(r[flag]) && typeof r[flag] !== 'boolean') return `${flag} is not a boolean`;
   return null;
 }

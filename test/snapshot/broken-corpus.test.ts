@@ -26,7 +26,7 @@ const topEntries = (fields: Record<string, unknown>): Array<[string, Uint8Array]
 const BIG = 'x'.repeat(50 * 1024 * 1024);
 
 const WRONG_VALUES: unknown[] = [null, true, -1, 1.5, 2 ** 40, 'text', '', new Uint8Array([1, 2]), [], [1], {}, { ru: 1 }, NaN, Infinity, -Infinity];
-const FIELDS = ['ip', 'port', 'ip_out', 'type', 'anon', 'ping_ms', 'checked_at', 'country', 'city', 'works', 'services'];
+const FIELDS = ['ip', 'port', 'ip_out', 'type', 'anon', 'ping_ms', 'checked_at', 'country', 'city', 'works', 'services', 'asn', 'org', 'hosting', 'mobile'];
 
 const test = serverSuite('broken snapshots', () => ({ snapshot: version(0) }));
 

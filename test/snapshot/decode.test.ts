@@ -45,4 +45,35 @@ test('records that do not come last, and bytes after the last record', () => {
   assert.throws(() => loadSnapshotFile(cut), /truncated/);
 });
 
+test('who runs each exit: kept per row as the records say, each network once, flags known or not', () => {
+  const proxies: unknown[] = generateRecords({ records: 5000, seed: 41, now: TEST_NOW_S });
+  proxies.push({ ...(proxies[0] as object), ip: '198.51.100.3', asn: 64500, org: '' }, { ...(proxies[0] as object), ip: '198.51.100.4', asn: null, org: 'Only a name', hosting: null, mobile: true });
+  const file = join(dir, 'networks.msgpack');
+  writeFileSync(file, encodeSnapshot(proxies, TEST_NOW_S));
+  const { columns: c, meta } = loadSnapshotFile(file);
+  const reference = NaiveEngine.fromFile(encodeSnapshot(proxies, TEST_NOW_S)).records;
+  assert.is(c.rows, reference.length);
+  const byLine = new Map(reference.map((r) => [`${addressOf(r)}/${r.type}`, r]));
+  const types = ['http', 'https', 'socks4', 'socks5'];
+  const flag = (v: boolean | null | undefined, known: number, set: number) => (typeof v === 'boolean' ? known | (v ? set : 0) : 0);
+  for (let row = 0; row < c.rows; row++) {
+    const line = Buffer.from(c.lines.bytes.subarray(c.lines.off[row], c.lines.off[row + 1] - 1)).toString();
+    const r = byLine.get(`${line}/${types[c.type[row]]}`)!;
+    assert.equal(meta.networks[c.network[row]], { asn: r.asn ?? 0, org: r.org ?? '' }, line);
+    assert.is(c.netFlags[row], flag(r.hosting, 1, 2) | flag(r.mobile, 4, 8), line);
+  }
+  assert.equal(meta.networks[0], { asn: 0, org: '' }, 'id 0 is unknown');
+  const keys = meta.networks.map((n) => `${n.asn} ${n.org}`);
+  assert.is(new Set(keys).size, keys.length, 'each network once');
+  assert.ok(meta.networks.length < 40, `${meta.networks.length} networks for ${c.rows} rows`);
+});
+
+test('a service named like an exit network field is refused: both would be JSON keys', () => {
+  for (const name of ['asn', 'Org', 'hosting', 'MOBILE']) {
+    const file = join(dir, `service-${name}.msgpack`);
+    writeFileSync(file, encodeSnapshot([], TEST_NOW_S, ['smtp', name]));
+    assert.throws(() => loadSnapshotFile(file), new RegExp(`services: "${name}" clashes with a record field`));
+  }
+});
+
 test.run();

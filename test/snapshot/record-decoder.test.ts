@@ -34,12 +34,16 @@ const validRecord = fc.record(
     city: fc.oneof(fc.constant(undefined), fc.constant(null), fc.record({ ru: fc.oneof(fc.string(), fc.constant(null)), en: fc.string(), extra: fc.string() }, { requiredKeys: [] })),
     works: fc.integer({ min: 0, max: 100 }),
     services: fc.oneof(fc.constant(undefined), fc.constant(null), fc.uniqueArray(fc.constantFrom(...DEFAULT_SERVICES))),
+    asn: fc.oneof(fc.constant(undefined), fc.constant(null), fc.integer({ min: 1, max: 4294967295 }), fc.constant(13335.0)),
+    org: fc.oneof(fc.constant(undefined), fc.constant(null), fc.string(), fc.constant('Я'.repeat(128))),
+    hosting: fc.oneof(fc.constant(undefined), fc.constant(null), fc.boolean()),
+    mobile: fc.oneof(fc.constant(undefined), fc.constant(null), fc.boolean()),
     unknown_key: fc.oneof(fc.constant(undefined), anyValue),
   },
   { requiredKeys: ['ip', 'port', 'type', 'anon', 'ping_ms', 'checked_at', 'country', 'works'] },
 );
 /** Breakages, each of one field: removed, of another type, or out of its range. */
-const fields = ['ip', 'port', 'ip_out', 'type', 'anon', 'ping_ms', 'checked_at', 'country', 'city', 'works', 'services'];
+const fields = ['ip', 'port', 'ip_out', 'type', 'anon', 'ping_ms', 'checked_at', 'country', 'city', 'works', 'services', 'asn', 'org', 'hosting', 'mobile'];
 const badValues: Record<string, unknown[]> = {
   ip: ['1.2.3', '01.2.3.4', '256.1.1.1', '1.2.3.4.5', ' 1.2.3.4', ''],
   port: [0, 65536, -1, 80.5],
@@ -52,6 +56,10 @@ const badValues: Record<string, unknown[]> = {
   city: ['Moscow', [], { ru: 5 }, { en: true }, { ru: 'Я'.repeat(129) }, { en: 'x'.repeat(257) }],
   works: [-1, 101, 50.5],
   services: ['telegram', ['youtube'], ['SMTP'], [1]],
+  asn: [0, -1, 2 ** 32, 1.5, 'AS13335', '13335', true],
+  org: [5, true, ['x'], { ru: 'x' }, 'Я'.repeat(129), 'x'.repeat(257)],
+  hosting: [0, 1, 'true', 'false', []],
+  mobile: [0, 1, 'true', 'false', {}],
 };
 const breakage = fc.tuple(fc.constantFrom(...fields), fc.oneof(fc.constant('remove'), anyValue, fc.nat(10)));
 const record = fc.tuple(validRecord, fc.array(breakage, { maxLength: 2 })).map(([r, breaks]) => {
@@ -90,6 +98,11 @@ test('agrees with the reference on 5,000 generated records, valid and broken', (
       const text = (start: number, end: number) => (start < 0 ? '' : Buffer.from(bytes.subarray(start, end)).toString('utf8'));
       assert.is(text(decoder.ruStart, decoder.ruEnd), city?.ru ?? '');
       assert.is(text(decoder.enStart, decoder.enEnd), city?.en ?? '');
+      assert.is(decoder.asn, (roundTrip.asn as number | null) ?? 0);
+      assert.is(text(decoder.orgStart, decoder.orgEnd), (roundTrip.org as string | null) ?? '');
+      assert.is(decoder.orgStart >= 0, typeof roundTrip.org === 'string');
+      const flag = (v: unknown) => (typeof v === 'boolean' ? Number(v) : -1);
+      assert.equal([decoder.hosting, decoder.mobile], [flag(roundTrip.hosting), flag(roundTrip.mobile)]);
     }),
     { numRuns: 5000, seed: 20261122 },
   );
@@ -117,6 +130,31 @@ test('a city name longer than 256 bytes skips its record: a snapshot field canno
   assert.is(decoder.problem, 'city.ru is longer than 256 bytes');
   decoder.read(packr.pack({ ...base, city: { en: 'x'.repeat(257) } }), 0);
   assert.is(decoder.problem, 'city.en is longer than 256 bytes');
+});
+
+test('the exit network fields: each wrong value skips its record with its own reason, in the contract order', () => {
+  const decoder = new RecordDecoder(DEFAULT_SERVICES);
+  const base = { ip: '10.0.0.1', port: 8080, type: 'http', anon: 'elite', ping_ms: 12, checked_at: 1, country: 'us', works: 1 };
+  const reasons: Array<[Record<string, unknown>, string | null]> = [
+    [{ asn: 13335, org: 'Cloudflare, Inc.', hosting: true, mobile: false }, null],
+    [{ asn: null, org: null, hosting: null, mobile: null }, null],
+    [{ asn: 0 }, 'asn is not an integer in 1..4294967295'],
+    [{ asn: 2 ** 32 }, 'asn is not an integer in 1..4294967295'],
+    [{ asn: 'AS13335' }, 'asn is not an integer in 1..4294967295'],
+    [{ org: 7 }, 'org is not a string'],
+    [{ org: 'x'.repeat(257) }, 'org is longer than 256 bytes'],
+    [{ hosting: 1 }, 'hosting is not a boolean'],
+    [{ mobile: 'true' }, 'mobile is not a boolean'],
+    [{ asn: -5, mobile: 0 }, 'asn is not an integer in 1..4294967295'],
+    [{ works: 101, asn: 0 }, 'works is not an integer in 0..100'],
+  ];
+  for (const [fields, reason] of reasons) {
+    const record = { ...base, ...fields };
+    const bytes = packr.pack(record);
+    assert.is(decoder.read(bytes, 0), bytes.length);
+    assert.is(decoder.problem, reason, JSON.stringify(fields));
+    assert.is(recordProblem(packr.unpack(bytes), DEFAULT_SERVICES), reason, `the reference: ${JSON.stringify(fields)}`);
+  }
 });
 
 test('a truncated record throws as truncated, never reads past the end', () => {
