@@ -54,6 +54,8 @@ export interface ServeOptions {
   uwsSha256?: string[];
   /** A snapshot with more than this share of its records skipped is rejected whole (default 0.5). */
   maxSkippedShare?: number;
+  /** Where the exit network of a record the checker does not place is looked up: the default database, or nowhere (docs/snapshot.md). */
+  asnDb?: 'default' | 'none';
   /** The most requests with `wait` the process holds at once; past it, one is answered as if without `wait`. */
   maxHeld?: number;
   /** Milliseconds a pass over held requests works per turn of the event loop (tests set 0: one group a turn). */

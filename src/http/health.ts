@@ -54,6 +54,8 @@ export function healthReport(feed: StoreFeed, keys: KeysInForce, life: Lifecycle
         skipped: store.meta.skipped,
         skip_reasons: store.meta.skipCounts,
         file: store.source.file,
+        // Where exits the checker did not place were looked up, and how many it placed.
+        asn_database: store.meta.asnDatabase ? { name: store.meta.asnDatabase.name, date: store.meta.asnDatabase.date, records: store.meta.asnDatabase.filled } : null,
       },
       reloads,
       ...extra,

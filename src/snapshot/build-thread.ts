@@ -1,15 +1,26 @@
 import { Worker } from 'node:worker_threads';
 import { CodedError, type ErrorCode } from '../core/errors.js';
 import type { StoreColumns, StoreMeta } from '../store/columns.js';
+import type { AsnTables } from './asn-database.js';
 import { DEFAULT_MAX_SKIPPED_SHARE } from './decode.js';
 
-/** What the build thread is asked: a file to load, and the share of skipped records it may have. */
+/**
+ * Where exits are looked up (--asn-db): the default database, none, or its
+ * tables once one thread has read them.
+ */
+export type AsnSource = 'default' | 'none' | AsnTables;
+
+/** What the build thread is asked: a file to load, the share of skipped records it may have, and where exits are looked up. */
 export interface BuildRequest {
   path: string;
   maxSkippedShare: number;
+  asn: AsnSource;
 }
 
-type WorkerReply = { ok: true; columns: StoreColumns; meta: StoreMeta } | { ok: false; code: ErrorCode; message: string };
+type WorkerReply = { ok: true; columns: StoreColumns; meta: StoreMeta; asnTables: AsnTables | null } | { ok: false; code: ErrorCode; message: string };
+
+/** The default database's tables, read by the first build that needed them: every build thread of the process shares them. */
+let defaultTables: AsnTables | null = null;
 type Built = { columns: StoreColumns; meta: StoreMeta };
 
 /**
@@ -29,8 +40,8 @@ export class BuildThread {
   /** What ended the thread, when an uncaught error did. */
   private crash: string | null = null;
 
-  /** `maxSkippedShare`: the share of skipped records past which a snapshot is rejected (--max-skipped-share). */
-  constructor(private readonly maxSkippedShare = DEFAULT_MAX_SKIPPED_SHARE) {}
+  /** `maxSkippedShare`: the share of skipped records past which a snapshot is rejected (--max-skipped-share); `asnDb`: 'default' or 'none' (--asn-db). */
+  constructor(private readonly maxSkippedShare = DEFAULT_MAX_SKIPPED_SHARE, private readonly asnDb: 'default' | 'none' = 'default') {}
 
   load(path: string): Promise<Built> {
     const next = this.queue.then(() => this.run(path));
@@ -58,7 +69,10 @@ export class BuildThread {
       };
       const onMessage = (reply: WorkerReply): void => {
         done();
-        if (reply.ok) resolve({ columns: reply.columns, meta: reply.meta });
+        if (reply.ok) {
+          defaultTables ??= reply.asnTables;
+          resolve({ columns: reply.columns, meta: reply.meta });
+        }
         else reject(new CodedError(reply.code, reply.message));
       };
       const onExit = (code: number): void => {
@@ -71,7 +85,8 @@ export class BuildThread {
       worker.on('message', onMessage);
       worker.on('exit', onExit);
       worker.ref();
-      worker.postMessage({ path, maxSkippedShare: this.maxSkippedShare } satisfies BuildRequest);
+      const asn: AsnSource = this.asnDb === 'none' ? 'none' : (defaultTables ?? 'default');
+      worker.postMessage({ path, maxSkippedShare: this.maxSkippedShare, asn } satisfies BuildRequest);
     });
   }
 

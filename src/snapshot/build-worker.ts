@@ -7,6 +7,7 @@ import { parentPort } from 'node:worker_threads';
 import { allowFullCollections, fullCollection } from '../core/full-collection.js';
 import { CodedError, messageOf } from '../core/errors.js';
 import { yieldToEventLoop } from '../core/thread-priority.js';
+import { AsnLookup, readDefaultAsnTables, type AsnTables } from './asn-database.js';
 import { loadSnapshotFile } from './decode.js';
 import type { BuildRequest } from './build-thread.js';
 
@@ -14,11 +15,17 @@ import type { BuildRequest } from './build-thread.js';
 allowFullCollections();
 
 yieldToEventLoop();
-parentPort!.on('message', ({ path, maxSkippedShare }: BuildRequest) => {
+/** This thread's lookups: in the tables it was handed, or read here once (and handed back, for the threads after it). */
+let lookup: AsnLookup | null = null;
+
+parentPort!.on('message', ({ path, maxSkippedShare, asn }: BuildRequest) => {
   try {
-    const { columns, meta } = loadSnapshotFile(path, fullCollection, maxSkippedShare);
+    let read: AsnTables | null = null;
+    if (asn === 'none') lookup = null;
+    else if (lookup === null) lookup = new AsnLookup(asn === 'default' ? (read = readDefaultAsnTables()) : asn);
+    const { columns, meta } = loadSnapshotFile(path, fullCollection, maxSkippedShare, lookup);
     // The columns are shared memory: the message hands them over without a copy.
-    parentPort!.postMessage({ ok: true, columns, meta });
+    parentPort!.postMessage({ ok: true, columns, meta, asnTables: read });
   } catch (err) {
     // A file that breaks the contract is the checker's to fix; anything else is a bug here, said as such.
     if (err instanceof CodedError) parentPort!.postMessage({ ok: false, code: err.code, message: messageOf(err) });

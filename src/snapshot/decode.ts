@@ -3,6 +3,8 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { CodedError, fileProblem, messageOf } from '../core/errors.js';
 import { mappedBuffer } from '../store/arena.js';
 import { buildStore } from '../store/build.js';
+import { ASN_FROM_DATABASE } from '../store/columns.js';
+import type { AsnLookup } from './asn-database.js';
 import { RecordExtractor } from './record-extractor.js';
 import type { StoreColumns, StoreMeta } from '../store/columns.js';
 import { describeTopLevelError, serviceNamesProblem, validateTopLevel, type SnapshotFile } from './format.js';
@@ -233,11 +235,11 @@ function walk(w: Window, begin: Begin): SnapshotFile {
   return top;
 }
 
-function extractInto(): { begin: Begin; extractor: () => RecordExtractor } {
+function extractInto(asnDb: AsnLookup | null): { begin: Begin; extractor: () => RecordExtractor } {
   let extractor: RecordExtractor | null = null;
   const begin: Begin = (header, records) => {
     const services = header.services ?? DEFAULT_SERVICES;
-    const x = (extractor = new RecordExtractor(services, records));
+    const x = (extractor = new RecordExtractor(services, records, asnDb));
     const decoder = new RecordDecoder(services);
     return (b, pos, index) => {
       const end = decoder.read(b, pos);
@@ -261,15 +263,20 @@ export function describeSkips(counts: Record<string, number>): string {
  * thread. `release` is called where the build's working space is let go of
  * (see buildStore). A snapshot in which more than `maxSkippedShare` of the
  * records break the rules is rejected whole: a checker that writes a field
- * wrongly must not empty the lists (docs/snapshot.md).
+ * wrongly must not empty the lists (docs/snapshot.md). With `asnDb`, a
+ * record's exit network the checker does not give is looked up there.
  */
-export function loadSnapshotFile(path: string, release?: () => void, maxSkippedShare = DEFAULT_MAX_SKIPPED_SHARE): { columns: StoreColumns; meta: StoreMeta } {
-  const { begin, extractor } = extractInto();
+export function loadSnapshotFile(path: string, release?: () => void, maxSkippedShare = DEFAULT_MAX_SKIPPED_SHARE, asnDb: AsnLookup | null = null): { columns: StoreColumns; meta: StoreMeta } {
+  const { begin, extractor } = extractInto(asnDb);
   const { top, contentHash } = readSnapshot(Window.ofFile(path), begin);
   const records = extractor();
   const total = records.count + records.skipped;
   if (records.skipped > maxSkippedShare * total) {
     throw rejected(`${records.skipped} of its ${total} records break the rules, more than ${maxSkippedShare} of them (--max-skipped-share): ${describeSkips(records.skipCounts)}`);
   }
-  return buildStore(records, top.generated_at, contentHash, release);
+  const built = buildStore(records, top.generated_at, contentHash, release);
+  let filled = 0;
+  for (let r = 0; r < built.columns.rows; r++) filled += (built.columns.netFlags[r] & ASN_FROM_DATABASE) >>> 4;
+  built.meta.asnDatabase = asnDb && { name: asnDb.tables.name, date: asnDb.tables.date, filled };
+  return built;
 }

@@ -1,7 +1,8 @@
 import { formatIPv6 } from '../core/ipv6.js';
 import { recordColumns, type ExtractedRecords, type RecordColumns } from '../store/build.js';
-import { EXIT_IS_ENTRY, HOSTING, HOSTING_KNOWN, MOBILE, MOBILE_KNOWN, type Network } from '../store/columns.js';
+import { ASN_FROM_DATABASE, EXIT_IS_ENTRY, HOSTING, HOSTING_KNOWN, MOBILE, MOBILE_KNOWN, type Network } from '../store/columns.js';
 import { AddressInterner } from './address-interner.js';
+import type { AsnLookup } from './asn-database.js';
 import type { RecordDecoder } from './record-decoder.js';
 
 const MAX_SKIP_REASONS = 10;
@@ -35,7 +36,8 @@ export class RecordExtractor implements ExtractedRecords {
   private readonly entries = { records: [] as number[], texts: [] as string[] };
   private readonly entryV6Ids = new AddressInterner();
 
-  constructor(readonly serviceNames: readonly string[], capacity: number) {
+  /** `asnDb`: where a record's exit network is looked up when the checker does not say (null: nowhere). */
+  constructor(readonly serviceNames: readonly string[], capacity: number, private readonly asnDb: AsnLookup | null = null) {
     // Room for one record at least: the build's lanes of row ids are told apart by where they start.
     this.columns = recordColumns(Math.max(1, capacity), serviceNames.length);
   }
@@ -93,9 +95,21 @@ export class RecordExtractor implements ExtractedRecords {
     }
     c.city[m] = cityId;
     // An empty organisation is an unknown one.
-    const org = d.orgStart < 0 || d.orgEnd === d.orgStart ? '' : b.toString('utf8', d.orgStart, d.orgEnd);
-    c.network[m] = d.asn === 0 && org === '' ? 0 : this.networkId(d.asn, org);
-    c.netFlags[m] = (d.hosting < 0 ? 0 : HOSTING_KNOWN | (d.hosting * HOSTING)) | (d.mobile < 0 ? 0 : MOBILE_KNOWN | (d.mobile * MOBILE));
+    let asn = d.asn;
+    let fromDatabase = 0;
+    let org = d.orgStart < 0 || d.orgEnd === d.orgStart ? '' : b.toString('utf8', d.orgStart, d.orgEnd);
+    // What the checker did not say, from the database by the exit's address: the checker's values always win.
+    if (this.asnDb !== null && (asn === 0 || org === '')) {
+      const db = this.asnDb;
+      const net = d.ipOutV6 ? db.v6(d.ipOutGroups) : d.ipOut >= 0 ? db.v4(d.ipOut) : d.ipV6 ? db.v6(d.ipGroups) : db.v4(d.ip);
+      if (net >= 0 && (asn === 0 || asn === db.asn(net))) {
+        if (asn === 0) fromDatabase = ASN_FROM_DATABASE;
+        asn = db.asn(net);
+        if (org === '') org = db.org(net);
+      }
+    }
+    c.network[m] = asn === 0 && org === '' ? 0 : this.networkId(asn, org);
+    c.netFlags[m] = (d.hosting < 0 ? 0 : HOSTING_KNOWN | (d.hosting * HOSTING)) | (d.mobile < 0 ? 0 : MOBILE_KNOWN | (d.mobile * MOBILE)) | fromDatabase;
   }
 
   /** The id of the network of AS number `asn` (0: unknown) run by `org` ('' unknown). */

@@ -57,9 +57,11 @@ export class SnapshotFeed extends FollowedFile implements StoreFeed {
     private readonly historyExactS = DEFAULT_HISTORY_EXACT_S,
     /** A snapshot with more of its records skipped is rejected whole (--max-skipped-share). */
     maxSkippedShare = DEFAULT_MAX_SKIPPED_SHARE,
+    /** Where exits the checker does not place are looked up (--asn-db). */
+    asnDb: 'default' | 'none' = 'default',
   ) {
     super(path, options);
-    this.builder = new BuildThread(maxSkippedShare);
+    this.builder = new BuildThread(maxSkippedShare, asnDb);
   }
 
   override async close(): Promise<void> {

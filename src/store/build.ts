@@ -255,15 +255,20 @@ function derivedBytes(rows: number, sets: number, cities: number, networks: numb
   return rows * perRow + sets * Math.max(1, wordsFor(rows)) * 4 + (cities + 1) * 4 + (networks + 1) * 4 + times * 19 + 3 * READ_SLACK + 26 * 8;
 }
 
-/** The rows of each id of `column` (ids below `count`), ascending: id k's rows are rows[start[k] .. start[k + 1]). */
-function postings(arena: ColumnArena, column: Uint32Array, count: number): { start: Uint32Array; rows: Uint32Array } {
+/**
+ * The rows of each id of `column` (ids below `count`), ascending: id k's
+ * rows are rows[start[k] .. start[k + 1]). With `skipZero`, the rows of id 0
+ * (unknown, which no filter asks for) are left out.
+ */
+function postings(arena: ColumnArena, column: Uint32Array, count: number, skipZero = false): { start: Uint32Array; rows: Uint32Array } {
   const rows = column.length;
   const start = arena.u32(count + 1);
   for (let r = 0; r < rows; r++) start[column[r] + 1]++;
+  if (skipZero) start[1] = 0;
   for (let k = 0; k < count; k++) start[k + 1] += start[k];
-  const list = arena.u32(rows);
+  const list = arena.u32(start[count]);
   const fill = start.slice(0, count);
-  for (let r = 0; r < rows; r++) list[fill[column[r]]++] = r;
+  for (let r = 0; r < rows; r++) if (!skipZero || column[r] !== 0) list[fill[column[r]]++] = r;
   return { start, rows: list };
 }
 
@@ -421,7 +426,7 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
   }
 
   const { start: cityStart, rows: cityRows } = postings(arena, c.city, records.cities.length);
-  const { start: networkStart, rows: networkRows } = postings(arena, c.network, records.networks.length);
+  const { start: networkStart, rows: networkRows } = postings(arena, c.network, records.networks.length, true);
 
   // A ping of whole milliseconds, in seconds as JSON writes it.
   const pingText = packStrings(Array.from(pingValues, (ms) => String(ms / 1000)));

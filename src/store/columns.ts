@@ -76,6 +76,8 @@ export const HOSTING_KNOWN = 1;
 export const HOSTING = 2;
 export const MOBILE_KNOWN = 4;
 export const MOBILE = 8;
+/** The AS number came from the IP-to-ASN database, not the checker. */
+export const ASN_FROM_DATABASE = 16;
 
 /** Variable-length byte strings, one per item: item i is bytes[off[i] .. off[i+1]). */
 export interface ByteStrings {
@@ -177,6 +179,8 @@ export interface StoreMeta {
   cities: Array<{ ru: string; en: string }>;
   /** Exit networks by id; id 0 is unknown. */
   networks: Network[];
+  /** The IP-to-ASN database the build looked exits up in, and the rows whose AS number it gave; null: none. */
+  asnDatabase?: { name: string; date: string | null; filled: number } | null;
   skipped: number;
   duplicates: number;
   /** Longest ping text, bounding a row's rendered size. */

@@ -1,5 +1,5 @@
 import { mappedBuffer, sharedBuffer, sharedCopy } from './arena.js';
-import { compareKeys, EXIT_IS_ENTRY, type AddressTable, type Network, type StoreColumns, type StoreMeta } from './columns.js';
+import { HOSTING, HOSTING_KNOWN, MOBILE, MOBILE_KNOWN, compareKeys, EXIT_IS_ENTRY, type AddressTable, type Network, type StoreColumns, type StoreMeta } from './columns.js';
 import { KeyTable, NO_ADDRESSES } from './key-table.js';
 import { VERSION_BYTES, VersionWriter, type VersionBatch } from './versions.js';
 
@@ -86,7 +86,8 @@ export function recordPrints(x: PrintedFields, m: number, pingValues: Float64Arr
       h = mix(h, countryPrints[country + half]);
       h = mix(h, cityPrints[city + half]);
       h = mix(h, networkPrints[x.network[v] * 2 + half]);
-      h = mix(h, x.netFlags[v]);
+      // The flags as shown: where an AS number came from is not.
+      h = mix(h, x.netFlags[v] & (HOSTING_KNOWN | HOSTING | MOBILE_KNOWN | MOBILE));
       prints[v * 2 + half] = finish(h);
     }
     if (v === exitsV6.records[nextV6]) nextV6++;

@@ -40,8 +40,15 @@ test('snapshot generate is deterministic with --seed and --now, and inspect acce
   // Who runs the exits, as the records kept say it.
   const kept = NaiveEngine.fromFile(a).records;
   const flagCounts = (flag: 'hosting' | 'mobile') => ({ true: kept.filter((r) => r[flag] === true).length, false: kept.filter((r) => r[flag] === false).length });
+  const fromSnapshot = NaiveEngine.fromFile(a, { asnDb: false }).records.filter((r) => r.asn).length;
+  const withAsn = kept.filter((r) => r.asn).length;
+  assert.ok(withAsn > fromSnapshot, 'the database places exits the checker did not');
+  assert.match(report.exit_networks.database, /^@ip-location-db\/asn \S+ \(\d{4}-\d{2}-\d{2}\)$/);
   assert.equal(report.exit_networks, {
-    with_asn: kept.filter((r) => r.asn).length,
+    with_asn: withAsn,
+    asn_from_snapshot: fromSnapshot,
+    asn_from_database: withAsn - fromSnapshot,
+    database: report.exit_networks.database,
     with_org: kept.filter((r) => r.org).length,
     asns: new Set(kept.filter((r) => r.asn).map((r) => r.asn)).size,
     hosting: flagCounts('hosting'),

@@ -7,6 +7,7 @@
  */
 import { unpack } from 'msgpackr';
 import type { SnapshotRecord } from '../../src/snapshot/format.js';
+import { lookUpAsn } from './naive-asn.js';
 import { recordProblem } from './naive-validity.js';
 
 const TYPES = ['http', 'https', 'socks4', 'socks5'];
@@ -77,14 +78,28 @@ const visible = (r: SnapshotRecord, services: readonly string[]): string =>
   JSON.stringify([r.anon, Math.round(r.ping_ms), r.checked_at, r.country.toUpperCase(), r.city?.ru ?? '', r.city?.en ?? '', r.ip_out ?? r.ip, r.works, services.filter((s) => (r.services ?? []).includes(s)), r.asn ?? null, r.org || '', r.hosting ?? null, r.mobile ?? null]);
 const timecheck = (unixS: number): string => new Date((unixS + 7200) * 1000).toISOString().slice(0, 19).replace('T', ' ');
 
+/**
+ * A record with what the database says of its exit where the checker is
+ * silent: an unknown AS number, and the organisation when unknown and the
+ * AS numbers agree. The checker's values always win.
+ */
+function withDatabaseNetwork(r: SnapshotRecord): SnapshotRecord {
+  if (r.asn && r.org) return r;
+  const found = lookUpAsn(r.ip_out ?? r.ip);
+  if (!found || (r.asn && r.asn !== found.asn)) return r;
+  return { ...r, asn: r.asn || found.asn, org: r.org || found.org };
+}
+
 export class NaiveEngine {
   readonly services: string[];
   readonly records: SnapshotRecord[];
 
-  constructor(snapshot: { services?: string[]; proxies: unknown[] }) {
+  /** `asnDb`: look up the exit network the checker does not give in the default database, as the server does unless told otherwise. */
+  constructor(snapshot: { services?: string[]; proxies: unknown[] }, options: { asnDb?: boolean } = {}) {
     this.services = snapshot.services ?? DEFAULT_SERVICES;
     const valid = (snapshot.proxies.filter((r) => recordProblem(r, this.services) === null) as SnapshotRecord[])
-      .map((r) => ({ ...r, ip: canonicalIp(r.ip), ...(typeof r.ip_out === 'string' ? { ip_out: canonicalIp(r.ip_out) } : {}) }));
+      .map((r) => ({ ...r, ip: canonicalIp(r.ip), ...(typeof r.ip_out === 'string' ? { ip_out: canonicalIp(r.ip_out) } : {}) }))
+      .map((r) => (options.asnDb === false ? r : withDatabaseNetwork(r)));
     const byIdentity = new Map<string, SnapshotRecord>();
     for (const r of valid) {
       const id = `${r.ip}:${r.port}/${r.type}`;
@@ -103,8 +118,8 @@ export class NaiveEngine {
     );
   }
 
-  static fromFile(bytes: Uint8Array): NaiveEngine {
-    return new NaiveEngine(unpack(bytes));
+  static fromFile(bytes: Uint8Array, options: { asnDb?: boolean } = {}): NaiveEngine {
+    return new NaiveEngine(unpack(bytes), options);
   }
 
   answer(query: string, nowMs: number): NaiveAnswer {
