@@ -147,7 +147,8 @@ async function run() {
     const value = JSON.parse(text);
     if (params.get('get') === 'stats') {
       status.textContent += ` · ${value.count} records`;
-      answer.replaceChildren(status, el('div', { className: 'stats' }, bars('type', value.type), bars('anon', value.anon), bars('country', value.country)));
+      const asns = Object.fromEntries((value.asn ?? []).map((a) => [`AS${a.asn} ${a.org}`.trim(), a.count]));
+      answer.replaceChildren(status, el('div', { className: 'stats' }, bars('type', value.type), bars('anon', value.anon), bars('country', value.country), bars('asn', asns)));
       return;
     }
     const records = recordsOf(value);

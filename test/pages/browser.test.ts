@@ -88,6 +88,17 @@ test('/ builds the query, and its table holds exactly the records the same URL a
     await page.selectOption('select[name=ipv]', '6');
     assert.ok((await page.locator('#url').innerText()).includes('ipv=6'));
     await page.selectOption('select[name=ipv]', '');
+    // Who runs the exit: left out unless given.
+    for (const name of ['asn=', 'hosting=', 'mobile=']) assert.not.ok(url.includes(name), `${name} in ${url}`);
+    await page.fill('input[name=asn]', 'AS24940,16276');
+    await page.selectOption('select[name=hosting]', '1');
+    await page.selectOption('select[name=mobile]', '0');
+    const networkUrl = await page.locator('#url').innerText();
+    for (const part of ['asn=AS24940%2C16276', 'hosting=1', 'mobile=0']) assert.ok(networkUrl.includes(part), `${part} in ${networkUrl}`);
+    await page.fill('input[name=asn]', '');
+    await page.selectOption('select[name=hosting]', '');
+    await page.selectOption('select[name=mobile]', '');
+    assert.is(await page.locator('#url').innerText(), url);
     // The key is kept in the browser, not in the page's address.
     assert.is(await page.evaluate(() => localStorage.getItem('proxylist.key')), TEST_KEY);
     assert.not.ok(page.url().includes(TEST_KEY));
@@ -101,6 +112,16 @@ test('/ builds the query, and its table holds exactly the records the same URL a
     const cells = await page.locator('table.records tbody tr').evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent)));
     assert.equal(cells, records.map((r) => columns.map((c) => String(r[c]))));
     assert.match(await page.locator('.status').innerText(), /^200 · .* · 5 records$/);
+
+    // The exit's network, only when asked for: its columns then show what the URL answers.
+    for (const field of ['ip', 'asn', 'org', 'hosting']) await page.check(`input[name=fields][value=${field}]`);
+    const fieldsUrl = await page.locator('#url').innerText();
+    assert.ok(fieldsUrl.includes('fields=ip%2Casn%2Corg%2Chosting'), fieldsUrl);
+    await run(page);
+    const named = await (await fetch(fieldsUrl)).json() as Array<Record<string, unknown>>;
+    assert.equal(await page.locator('table.records th').allInnerTexts(), ['ip', 'asn', 'org', 'hosting']);
+    const namedCells = await page.locator('table.records tbody tr').evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent)));
+    assert.equal(namedCells, named.map((r) => ['ip', 'asn', 'org', 'hosting'].map((c) => String(r[c]))));
   });
 });
 
@@ -113,7 +134,11 @@ test('get=stats draws bars with the counts the same URL answers', async (ctx) =>
     await run(page);
     const stats = await (await fetch(await page.locator('#url').innerText())).json() as Record<string, Record<string, number>>;
     const shown = await page.locator('.bars').evaluateAll((groups) => groups.map((g) => [g.querySelector('h3')!.textContent, [...g.querySelectorAll('.bar')].map((b) => [b.querySelector('.label')!.textContent, Number(b.querySelector('.count')!.textContent)])]));
-    assert.equal(shown, ['type', 'anon', 'country'].map((group) => [group, Object.entries(stats[group])]));
+    assert.equal(shown.slice(0, 3), ['type', 'anon', 'country'].map((group) => [group, Object.entries(stats[group])]));
+    // The largest autonomous systems, each with its organisation.
+    const asns = stats.asn as unknown as Array<{ asn: number; org: string; count: number }>;
+    assert.ok(asns.length > 0);
+    assert.equal(shown[3], ['asn', asns.map((a) => [`AS${a.asn} ${a.org}`.trim(), a.count])]);
     // The longest bar is the largest count.
     const widths = await page.locator('.bars').first().locator('.fill').evaluateAll((fills) => fills.map((f) => f.getBoundingClientRect().width));
     const counts = Object.values(stats.type);
