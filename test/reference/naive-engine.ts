@@ -333,12 +333,18 @@ export class NaiveEngine {
     byCountry.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
     const service = Object.fromEntries(this.services.map((s) => [s, countOf((r) => (r.services ?? []).includes(s))]));
     // Each AS number with its records and the organisation most of them name (ties: the first in string order).
-    const asns = [...new Set(rows.map((r) => r.asn ?? 0))].filter((a) => a !== 0).map((asn) => {
-      const own = rows.filter((r) => r.asn === asn);
-      const orgs = [...new Set(own.map((r) => r.org ?? '').filter((o) => o !== ''))].sort();
-      const votes = orgs.map((o) => own.filter((r) => r.org === o).length);
-      const org = orgs.length === 0 ? '' : orgs[votes.indexOf(Math.max(...votes))];
-      return { asn, org, count: own.length };
+    const byAsn = new Map<number, SnapshotRecord[]>();
+    for (const r of rows) {
+      if (!r.asn) continue;
+      const own = byAsn.get(r.asn);
+      if (own) own.push(r);
+      else byAsn.set(r.asn, [r]);
+    }
+    const asns = [...byAsn].map(([asn, own]) => {
+      const votes = new Map<string, number>();
+      for (const r of own) if (r.org) votes.set(r.org, (votes.get(r.org) ?? 0) + 1);
+      const ranked = [...votes].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+      return { asn, org: ranked[0]?.[0] ?? '', count: own.length };
     });
     asns.sort((a, b) => b.count - a.count || a.asn - b.asn);
     const value = { count: rows.length, type, anon, country: Object.fromEntries(byCountry), service, asn: asns.slice(0, 100) };
