@@ -72,7 +72,7 @@ export class Production implements Source {
     readonly writer: BodyWriter,
     private readonly owner: ProductionOwner,
     private readonly keeper: Keeper | null,
-    /** Bare JSON: record where each row ends, for a body kept whole. */
+    /** Bare JSON and CSV: record where each row ends, for a body kept whole. */
     private readonly recordEnds: boolean,
   ) {
     const rowsPerChunk = Math.max(1, Math.floor(CHUNK_BYTES / writer.rowBound));

@@ -12,7 +12,7 @@ export interface CachedBody {
   end: number;
   /** The selected rows, ascending; null where a narrower window cannot reuse the body (the envelope, encoded bodies). */
   rows: Uint32Array | null;
-  /** Bare JSON: where each row's record ends in `bytes`. */
+  /** Bare JSON and CSV: where each row's record ends in `bytes`. */
   ends: Uint32Array | null;
   /** The cache let go of it: what still holds it (a repeated answer, http/repeats.ts) must not use it again. */
   gone?: boolean;

@@ -214,7 +214,7 @@ export class BodySources implements ProductionOwner {
       // Small enough to render at once.
       const out = this.out;
       out.reset();
-      const ends = this.cache.enabled && narrow && plan.json ? new Uint32Array(n) : null;
+      const ends = this.cache.enabled && narrow && (plan.json || plan.csv) ? new Uint32Array(n) : null;
       small.write(out, 0, n, ends);
       const cached = this.cache.enabled
         ? this.cache.offerEntry(key, { bytes: out.view(), tail: null, end, rows: narrow ? this.scratch.rows.slice(0, n) : null, ends }, false)
@@ -234,7 +234,7 @@ export class BodySources implements ProductionOwner {
         },
       }
       : null;
-    const p = new Production(productionKey, writer, this, keeper, narrow && plan.json);
+    const p = new Production(productionKey, writer, this, keeper, narrow && (plan.json || plan.csv));
     this.underWay.set(productionKey, p);
     if (narrow) this.widest.set(key, { p, end });
     return p;

@@ -11,21 +11,23 @@ import type { Sender } from './sender.js';
 
 const TEXT = 'text/plain; charset=utf-8';
 const JSON_TYPE = 'application/json; charset=utf-8';
+const CSV_TYPE = 'text/csv; charset=utf-8; header=present';
 const DOWNLOAD: Partial<Record<Get, string>> = {
   'txt.file': 'attachment; filename="proxies.txt"',
   'json.file': 'attachment; filename="proxies.json"',
+  'csv.file': 'attachment; filename="proxies.csv"',
 };
 
 /** The fixed headers of a 200 (docs/api.md, Parameters; docs/api.md, ETag and wait; docs/api.md, Compressed bodies), per output and content coding, built once. */
 const fixedHeaders = (get: Get, encoding: string | null): Headers => {
-  const headers: Array<[string, string]> = [['Content-Type', get.startsWith('txt') ? TEXT : JSON_TYPE], ['Cache-Control', 'private, no-cache'], ['Vary', 'Accept-Encoding']];
+  const headers: Array<[string, string]> = [['Content-Type', get.startsWith('txt') ? TEXT : get.startsWith('csv') ? CSV_TYPE : JSON_TYPE], ['Cache-Control', 'private, no-cache'], ['Vary', 'Accept-Encoding']];
   const disposition = DOWNLOAD[get];
   if (disposition) headers.push(['Content-Disposition', disposition]);
   if (encoding) headers.push(['Content-Encoding', encoding]);
   return headers;
 };
 const FIXED = Object.fromEntries(
-  (['txt', 'txt.file', 'json', 'json.file', 'stats'] as const).map((get) => [get, { identity: fixedHeaders(get, null), gzip: fixedHeaders(get, 'gzip'), br: fixedHeaders(get, 'br') }]),
+  (['txt', 'txt.file', 'json', 'json.file', 'csv', 'csv.file', 'stats'] as const).map((get) => [get, { identity: fixedHeaders(get, null), gzip: fixedHeaders(get, 'gzip'), br: fixedHeaders(get, 'br') }]),
 ) as Record<Get, Record<'identity' | Encoding, Headers>>;
 
 /** What an /api answer of status 200 or 304 says besides its body. */

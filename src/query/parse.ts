@@ -5,7 +5,7 @@ import { MAX_WAIT_S, type Get, type IpItem, type Plan, type Sort } from './plan.
 import type { RawParams } from './query-string.js';
 
 export const DEFAULT_TIME_S = 600;
-const GETS: readonly Get[] = ['txt', 'json', 'txt.file', 'json.file', 'stats'];
+const GETS: readonly Get[] = ['txt', 'json', 'csv', 'txt.file', 'json.file', 'csv.file', 'stats'];
 const SORTS: readonly Sort[] = ['time', 'ping', 'works', 'random'];
 const OUTPUT_ONLY = ['timecheck', 'ip_out'];
 /**
@@ -129,9 +129,10 @@ export function parsePlan(raw: RawParams, services: readonly string[]): ParseRes
   const wait = integer('wait', 1, MAX_WAIT_S, `an integer from 1 to ${MAX_WAIT_S} (seconds)`);
   const get = choice('get', GETS, 'txt');
   const json = get === 'json' || get === 'json.file';
+  const csv = get === 'csv' || get === 'csv.file';
   const plan: Plan = {
     types, anons, ports, portSet: ports && new Set(ports), ping, time, works, countries, countryMode, cities, services: services_, wait,
-    sort: null, offset: null, count: null, lang: 'ru', get, json, typePrefix: false, fields: null, splitIp: false, pretty: true, wrap: false, format: 'array', ips: null, ipv,
+    sort: null, offset: null, count: null, lang: 'ru', get, json, csv, typePrefix: false, fields: null, splitIp: false, pretty: true, wrap: false, format: 'array', ips: null, ipv,
     asns, hosting, mobile, since: null,
   };
   const since = scalar('since');
@@ -152,7 +153,7 @@ export function parsePlan(raw: RawParams, services: readonly string[]): ParseRes
     }
     plan.since = parseCursor(since) ?? invalid('since', since, 'a cursor from a List-Cursor header');
   }
-  if (!json) {
+  if (!json && !csv) {
     plan.typePrefix = flag('type_prefix', false);
     return finishList(plan);
   }
@@ -161,9 +162,12 @@ export function parsePlan(raw: RawParams, services: readonly string[]): ParseRes
   const fields = resolved('fields', (s) => fieldNames[lowerFields.indexOf(s.toLowerCase())], fieldNames.join(', '));
   plan.fields = fields && fieldNames.filter((f) => fields.includes(f));
   plan.splitIp = flag('split_ip', false);
-  plan.pretty = flag('pretty', true);
-  plan.wrap = flag('wrap', false);
-  plan.format = choice('format', ['array', 'object'], 'array');
+  // CSV ignores JSON's layout: pretty, wrap and format keep their defaults.
+  if (json) {
+    plan.pretty = flag('pretty', true);
+    plan.wrap = flag('wrap', false);
+    plan.format = choice('format', ['array', 'object'], 'array');
+  }
   plan.ips = ipItems();
   return finishList(plan);
 }

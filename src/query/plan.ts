@@ -1,7 +1,7 @@
 import type { Cursor } from './cursor.js';
 
 /** A validated /api request: what to select and how to write it. */
-export type Get = 'txt' | 'json' | 'txt.file' | 'json.file' | 'stats';
+export type Get = 'txt' | 'json' | 'csv' | 'txt.file' | 'json.file' | 'csv.file' | 'stats';
 export type Sort = 'time' | 'ping' | 'works' | 'random';
 /** The longest `wait` a request may ask for, in seconds (docs/api.md, ETag and wait). */
 export const MAX_WAIT_S = 60;
@@ -46,14 +46,16 @@ export interface Plan {
   get: Get;
   /** A list of records as JSON (get=json, json.file); not get=stats. */
   json: boolean;
+  /** A list of records as CSV (get=csv, csv.file): JSON's fields as columns. */
+  csv: boolean;
   typePrefix: boolean;
-  /** JSON keys to output, canonical names; null = all. */
+  /** JSON keys (CSV columns) to output, canonical names; null = the default ones. */
   fields: string[] | null;
   splitIp: boolean;
   pretty: boolean;
   wrap: boolean;
   format: 'array' | 'object';
-  /** JSON and stats only. */
+  /** JSON, CSV and stats only. */
   ips: IpItem[] | null;
   /** The entry address's families, 4 and 6, in first-given order, without duplicates; null = no filter. */
   ipv: number[] | null;
@@ -96,7 +98,7 @@ function keyOf(p: Plan): string {
   // Only when given: the keys (and ETags) of plans without them stay what they were.
   const network = networkFilters(p);
   if (network) select.push(network);
-  const output = p.json || p.get === 'stats'
+  const output = p.json || p.csv || p.get === 'stats'
     ? [p.get, p.lang, p.fields, p.splitIp, p.pretty, p.wrap, p.format, p.ips?.map((i) => i.text) ?? null]
     : [p.get, p.typePrefix];
   return JSON.stringify([select, output]);

@@ -3,6 +3,7 @@ import type { Plan } from '../query/plan.js';
 import { ANONS, TYPES } from '../core/vocabulary.js';
 import type { Store } from '../store/store.js';
 import { containerClose, emptyContainer, jsonFrameLength, jsonRowBound, jsonRowsLength, renderJson, type JsonShape } from './json.js';
+import { csvHeader, csvRemoves, csvRowBound, csvRowsLength, renderCsv, type CsvShape } from './csv.js';
 import type { OutputBuffer } from './output-buffer.js';
 import { TYPE_PREFIX, UPSERT_PREFIX, renderTxt, txtLength, txtRowBound, type LinePrefix } from './txt.js';
 
@@ -37,6 +38,9 @@ export function jsonShape(plan: Plan): JsonShape {
   return { fields: plan.fields, splitIp: plan.splitIp, pretty: plan.pretty, format: plan.format, depth: plan.wrap ? 2 : 1, typeKeys: false };
 }
 
+/** The CSV shape of a plan's records, or of a change set's upserts. */
+export const csvShape = (plan: Plan, changes: boolean): CsvShape => ({ fields: plan.fields, splitIp: plan.splitIp, changes });
+
 /** What a change set's body holds besides its upserts (docs/api.md, Keeping a list). */
 export interface ChangeFrame {
   cursor: string;
@@ -67,17 +71,22 @@ export class BodyWriter {
   /** An upper bound of the bytes one row takes. */
   readonly rowBound: number;
   private readonly shape: JsonShape | null;
+  private readonly csv: CsvShape | null;
   private readonly prefix: LinePrefix;
-  /** The envelope around the records (wrap=1, or a change set's), else nothing. */
+  /** The envelope around the records (wrap=1, or a change set's), CSV's header row and a change set's removes, else nothing. */
   private readonly head: Uint8Array = NOTHING;
   private readonly foot: Uint8Array = NOTHING;
 
   /** With `changes`, the body of a change set whose upserts are the rows. */
   constructor(readonly store: Store, readonly plan: Plan, readonly rows: Uint32Array, readonly n: number, nowMs: number, changes: ChangeFrame | null = null) {
     this.shape = plan.json ? (changes ? { ...jsonShape(plan), format: 'object', depth: 2, typeKeys: true } : jsonShape(plan)) : null;
+    this.csv = plan.csv ? csvShape(plan, changes !== null) : null;
     this.prefix = changes ? UPSERT_PREFIX : plan.typePrefix ? TYPE_PREFIX : null;
-    this.rowBound = this.shape ? jsonRowBound(store, this.shape) : txtRowBound(store, this.prefix);
-    if (changes) {
+    this.rowBound = this.shape ? jsonRowBound(store, this.shape) : this.csv ? csvRowBound(store, this.csv) : txtRowBound(store, this.prefix);
+    if (this.csv) {
+      this.head = csvHeader(store, this.csv);
+      if (changes) this.foot = Buffer.from(csvRemoves(store, this.csv, changes.removes));
+    } else if (changes) {
       const [head, foot] = plan.json ? changeEnvelope(plan, changes) : ['', changes.removes.map((key) => `-${key}\n`).join('')];
       this.head = Buffer.from(head);
       this.foot = Buffer.from(foot);
@@ -111,24 +120,25 @@ export class BodyWriter {
 
   /** The bytes of `rows[from..to)`, separators included. */
   rowsLength(from: number, to: number): number {
-    return this.shape
-      ? jsonRowsLength(this.store, this.rows, from, to, this.shape, this.plan.lang)
-      : txtLength(this.store, this.rows, from, to, this.prefix);
+    if (this.shape) return jsonRowsLength(this.store, this.rows, from, to, this.shape, this.plan.lang);
+    if (this.csv) return csvRowsLength(this.store, this.rows, from, to, this.csv, this.plan.lang);
+    return txtLength(this.store, this.rows, from, to, this.prefix);
   }
 
   /**
    * Writes the part for `rows[from..to)` at `out.pos`. With `ends` (bare JSON
-   * only), the position in `out` after each record is recorded there.
+   * and CSV only), the position in `out` after each record is recorded there.
    */
   write(out: OutputBuffer, from: number, to: number, ends: Uint32Array | null = null): void {
     if (from === 0 && this.head.length > 0) out.append(this.head);
     if (this.shape) renderJson(out, this.store, this.rows, from, to, this.n, this.shape, this.plan.lang, ends);
+    else if (this.csv) renderCsv(out, this.store, this.rows, from, to, this.csv, this.plan.lang, ends);
     else renderTxt(out, this.store, this.rows, from, to, this.prefix);
     if (to === this.n && this.foot.length > 0) out.append(this.foot);
   }
 }
 
-/** A bare body (no envelope) for some rows: its bytes, a tail sent after them, and per JSON record where it ends. */
+/** A bare body (no envelope) for some rows: its bytes, a tail sent after them, and per JSON record or CSV row where it ends. */
 export interface BareBody {
   bytes: Uint8Array;
   tail: Uint8Array | null;
@@ -143,6 +153,11 @@ export interface BareBody {
  */
 export function narrowBody(store: Store, plan: Plan, body: Omit<BareBody, 'tail'>, k: number): BareBody {
   const rows = body.rows.subarray(0, k);
+  if (plan.csv) {
+    // The header row, then the first k rows.
+    const cut = k === 0 ? csvHeader(store, csvShape(plan, false)).length : body.ends![k - 1];
+    return { bytes: body.bytes.subarray(0, cut), tail: null, rows, ends: body.ends!.subarray(0, k) };
+  }
   if (!body.ends) {
     const cut = body.bytes.length - txtLength(store, body.rows, k, body.rows.length, plan.typePrefix ? TYPE_PREFIX : null);
     return { bytes: body.bytes.subarray(0, cut), tail: null, rows, ends: null };

@@ -2,7 +2,7 @@ import { ANONS, FIELD, FIELD_TABLE, ON_REQUEST_FIELDS, RECORD_FIELDS, SERVICE_CO
 import type { Store } from '../store/store.js';
 import { utf8 as enc } from '../store/encode.js';
 import type { OutputBuffer } from './output-buffer.js';
-import { compileRowWriter, type RowMeasure, type RowWriter } from './row-writer.js';
+import { compileRowWriter, type RowMeasure, type RowShape, type RowWriter } from './row-writer.js';
 
 /**
  * JSON written byte for byte as `JSON.stringify(value, null, 2)` (pretty) or
@@ -19,6 +19,49 @@ const DOMAINS = {
   flag: ['null', 'false', 'null', 'true'].map(enc),
 };
 
+
+const COMMA = enc(',');
+
+/** The fields a record shows (docs/api.md, Parameters), in order: `fields`, else the default ones; `port` with split_ip only. */
+export function outputFields(store: Store, fields: readonly string[] | null, splitIp: boolean): { names: string[]; codes: number[] } {
+  const services = store.meta.services;
+  const names = [...RECORD_FIELDS, ...services].filter(
+    (name) => (fields === null ? !ON_REQUEST_FIELDS.has(name) : fields.includes(name)) && (name !== 'port' || splitIp),
+  );
+  return { names, codes: names.map((name) => (name in FIELD ? FIELD[name as FieldName] : SERVICE_CODE + services.indexOf(name))) };
+}
+
+/**
+ * An upper bound of the bytes a row's values take with the keys before
+ * them, and of what word copies write past its last value. A CSV value is
+ * never longer than its JSON, but for the texts CSV keeps of its own.
+ */
+export function valuesBound(store: Store, codes: readonly number[], keys: readonly Uint8Array[], csv: boolean): number {
+  let bound = 64;
+  codes.forEach((code, i) => {
+    bound += keys[i].length;
+    if (code >= SERVICE_CODE) bound += 5;
+    else if (code === FIELD.ping) bound += store.maxPingText;
+    else if (code === FIELD.city) bound += csv ? store.maxCityCsv : store.maxCityJson;
+    else if (code === FIELD.org) bound += csv ? store.maxOrgCsv : store.maxOrgJson;
+    else if (code === FIELD.ip_out) bound += store.maxIpOutJson;
+    else if (code === FIELD.ip) bound += store.meta.maxLineBytes + 1;
+    else bound += FIELD_TABLE[code].maxJsonBytes!;
+  });
+  return bound;
+}
+
+/** The store's longest values, which a row writer copies as whole words. */
+export const valueLengths = (store: Store, csv: boolean): Pick<RowShape, 'maxPing' | 'maxCity' | 'maxOrg' | 'exitsV6' | 'maxExitV6' | 'maxAddress' | 'maxIp' | 'entriesV6'> => ({
+  maxPing: store.maxPingText,
+  maxCity: csv ? store.maxCityCsv : store.maxCityJson,
+  maxOrg: csv ? store.maxOrgCsv : store.maxOrgJson,
+  exitsV6: store.meta.ipv6Exits > 0,
+  maxExitV6: store.maxExitV6,
+  maxAddress: Math.max(1, store.meta.maxLineBytes - 1),
+  maxIp: Math.max(1, store.meta.maxIpBytes),
+  entriesV6: store.meta.ipv6Entries > 0,
+});
 
 export interface JsonShape {
   /** Keys to write, canonical names; null = all. */
@@ -39,35 +82,31 @@ interface Template {
   rowBound: number;
 }
 
-const templates = new WeakMap<Store, Map<string, Template>>();
+const templates = new WeakMap<Store, Map<string, unknown>>();
 const MAX_TEMPLATES = 256;
 
-function templateFor(store: Store, shape: JsonShape): Template {
-  const id = `${shape.fields?.join(',') ?? '*'}|${shape.splitIp}|${shape.pretty}|${shape.format}|${shape.depth}|${shape.typeKeys}`;
+/** The compiled template of a store named `id` (its shape), built once: JSON's and CSV's, a few hundred at most per store. */
+export function storeTemplate<T>(store: Store, id: string, build: () => T): T {
   let cache = templates.get(store);
   if (!cache) templates.set(store, (cache = new Map()));
-  let t = cache.get(id);
-  if (!t) {
+  let t = cache.get(id) as T | undefined;
+  if (t === undefined) {
     if (cache.size >= MAX_TEMPLATES) cache.clear();
-    cache.set(id, (t = buildTemplate(store, shape)));
+    cache.set(id, (t = build()));
   }
   return t;
 }
 
+const templateFor = (store: Store, shape: JsonShape): Template =>
+  storeTemplate(store, `json|${shape.fields?.join(',') ?? '*'}|${shape.splitIp}|${shape.pretty}|${shape.format}|${shape.depth}|${shape.typeKeys}`, () => buildTemplate(store, shape));
+
 function buildTemplate(store: Store, shape: JsonShape): Template {
-  const services = store.meta.services;
-  const names = [...RECORD_FIELDS, ...services].filter(
-    (name) => (shape.fields === null ? !ON_REQUEST_FIELDS.has(name) : shape.fields.includes(name)) && (name !== 'port' || shape.splitIp),
-  );
-  const codes = names.map((name) => (name in FIELD ? FIELD[name as FieldName] : SERVICE_CODE + services.indexOf(name)));
+  const { names, codes } = outputFields(store, shape.fields, shape.splitIp);
   const nl = (depth: number): string => (shape.pretty ? '\n' + '  '.repeat(depth) : '');
   const colon = shape.pretty ? ': ' : ':';
   const keys = names.map((name, i) => enc(`${i > 0 ? ',' : ''}${nl(shape.depth + 1)}${JSON.stringify(name)}${colon}`));
   const object = shape.format === 'object';
-  let rowBound = 64 + (shape.depth + 2) * 4 + (shape.typeKeys ? 16 : 0) + (object ? store.meta.maxLineBytes + 1 : 0);
-  codes.forEach((code, i) => {
-    rowBound += keys[i].length + (code >= SERVICE_CODE ? 5 : code === FIELD.ping ? store.maxPingText : code === FIELD.city ? store.maxCityJson : code === FIELD.org ? store.maxOrgJson : code === FIELD.ip_out ? store.maxIpOutJson : code === FIELD.ip ? store.meta.maxLineBytes + 1 : FIELD_TABLE[code].maxJsonBytes!);
-  });
+  const rowBound = (shape.depth + 2) * 4 + (shape.typeKeys ? 16 : 0) + (object ? store.meta.maxLineBytes + 1 : 0) + valuesBound(store, codes, keys, false);
   const { writeRows, measureRows } = compileRowWriter(
     {
       codes,
@@ -75,17 +114,12 @@ function buildTemplate(store: Store, shape: JsonShape): Template {
       open: enc(object ? `${nl(shape.depth)}"` : `${nl(shape.depth)}{`),
       afterAddress: enc(`"${colon}{`),
       close: enc(`${nl(shape.depth)}}`),
+      separator: COMMA,
+      csv: false,
       object,
       typeKeys: object && shape.typeKeys,
       splitIp: shape.splitIp,
-      maxPing: store.maxPingText,
-      maxCity: store.maxCityJson,
-      maxOrg: store.maxOrgJson,
-      exitsV6: store.meta.ipv6Exits > 0,
-      maxExitV6: store.maxExitV6,
-      maxAddress: Math.max(1, store.meta.maxLineBytes - 1),
-      maxIp: Math.max(1, store.meta.maxIpBytes),
-      entriesV6: store.meta.ipv6Entries > 0,
+      ...valueLengths(store, false),
     },
     DOMAINS,
   );

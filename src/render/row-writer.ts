@@ -4,9 +4,10 @@ import type { Store } from '../store/store.js';
 import { dataView } from './output-buffer.js';
 
 /**
- * Writes the JSON of rows[from..to), each but the very first (from = 0)
- * after a comma, and returns the new position. Compiled once per output shape
- * (fields, split_ip, pretty, format, nesting): the field order is unrolled,
+ * Writes the JSON records (or CSV rows) of rows[from..to), each but the very
+ * first (from = 0) after the separator, and returns the new position.
+ * Compiled once per output shape (fields, split_ip, pretty, format, nesting,
+ * JSON or CSV): the field order is unrolled,
  * keys, quotes and punctuation between two values merge into one constant
  * run, and no per-field dispatch is left in the loop. The generated source
  * holds only numbers and fixed names: no text from a request or a snapshot
@@ -27,6 +28,11 @@ export interface RowShape {
   /** Objects only: from the address's closing quote to the record's `{`. */
   afterAddress: Uint8Array;
   close: Uint8Array;
+  /** Between two rows: a comma in JSON, nothing in CSV (its rows end with CRLF). */
+  separator: Uint8Array;
+  /** CSV fields: no quotes around texts, CSV's own texts for city and org, nothing for an unknown AS number. */
+  csv: boolean;
+  /** The address before the values (JSON objects, CSV change sets). */
   object: boolean;
   /** Objects only: the key is `type://ip:port`. */
   typeKeys: boolean;
@@ -205,13 +211,16 @@ function bareIp(shape: RowShape): Value {
 }
 
 function valueParts(code: number, shape: RowShape): Part[] {
+  // CSV writes these texts bare: none can hold a comma, a quote or a line break.
+  const text = (v: Value): Part[] => (shape.csv ? [v] : [QUOTE, v, QUOTE]);
+  const country = shape.csv ? 2 : 4;
   switch (code) {
-    case FIELD.ip: return [QUOTE, shape.splitIp ? bareIp(shape) : address(shape), QUOTE];
-    case FIELD.port: return [QUOTE, words('lines', 'ie+1', 'ae-s', wordsFor(MAX_PORT)), QUOTE];
-    case FIELD.ip_out: return [QUOTE, ipOutValue(shape), QUOTE];
+    case FIELD.ip: return text(shape.splitIp ? bareIp(shape) : address(shape));
+    case FIELD.port: return text(words('lines', 'ie+1', 'ae-s', wordsFor(MAX_PORT)));
+    case FIELD.ip_out: return text(ipOutValue(shape));
     case FIELD.ping: return [within('const p=pingRank[r];', words('ping', 'pingO[p]', 'pingO[p+1]-s', wordsFor(shape.maxPing)))];
-    case FIELD.timecheck: return [QUOTE, words('tc', 'timeRank[r]*19', '19', wordsFor(19)), QUOTE];
-    case FIELD.country: return [{ write: 'dv.setUint32(pos,countryV.getUint32(country[r]*4,true),true);pos+=4;', measure: 'len+=4;' }];
+    case FIELD.timecheck: return text(words('tc', 'timeRank[r]*19', '19', wordsFor(19)));
+    case FIELD.country: return [{ write: `dv.setUint32(pos,countryV.getUint32(country[r]*4,true),true);pos+=${country};`, measure: `len+=${country};` }];
     case FIELD.city: return [within('const id=city[r];', strings('city', 'id', shape.maxCity))];
     case FIELD.asn: return [within('const n=network[r];', words('nasn', 'nasnO[n]', 'nasnO[n+1]-s', wordsFor(MAX_ASN_JSON)))];
     case FIELD.org: return [within('const n=network[r];', strings('norg', 'n', shape.maxOrg))];
@@ -303,7 +312,7 @@ export function compileRowWriter(shape: RowShape, domains: Domains): { writeRows
     parts.push(groupValue(groups.length, table, index));
     groups.push(table);
   }
-  parts.push(shape.codes.length === 0 ? ascii('}') : shape.close);
+  parts.push(shape.codes.length === 0 && !shape.csv ? ascii('}') : shape.close);
   const [first, ...rest] = merge(parts) as [Uint8Array, ...Part[]];
   const values = rest.filter((p): p is Value => !(p instanceof Uint8Array));
   const constantBytes = first.length + rest.reduce((n, p) => n + (p instanceof Uint8Array ? p.length : 0), 0);
@@ -315,22 +324,24 @@ export function compileRowWriter(shape: RowShape, domains: Domains): { writeRows
   const writeLoop = [
     'for(let i=from;i<to;i++){',
     ...row,
-    // The comma between records joins the first constant run.
-    `if(i!==0){${bytes(Buffer.concat([ascii(','), first]))}}else{${bytes(first)}}`,
+    // The separator between rows joins the first constant run.
+    shape.separator.length === 0 ? bytes(first) : `if(i!==0){${bytes(Buffer.concat([shape.separator, first]))}}else{${bytes(first)}}`,
     ...rest.map((p) => (p instanceof Uint8Array ? bytes(p) : p.write)),
     'if(ends!==null)ends[i]=pos;',
     '}',
     'return pos;',
   ];
   const measureLoop = [
-    // Each row's constants, and a comma before each row but the very first.
-    `let len=(to-from)*${constantBytes + 1}-(from===0&&to>0?1:0);`,
+    // Each row's constants, and the separator before each row but the very first.
+    `let len=(to-from)*${constantBytes + shape.separator.length}-(from===0&&to>0?${shape.separator.length}:0);`,
     'for(let i=from;i<to;i++){',
     ...row,
     ...values.map((v) => v.measure),
     '}',
     'return len;',
   ];
+  // The store's texts of the output: `countryJson` or `countryCsv`, and so on.
+  const as = shape.csv ? 'Csv' : 'Json';
   const columns = `const c = store.c;
   const linesV = view(c.lines.bytes), lineOff = c.lines.off, ipLen = c.ipLen;
   const ipOut = c.ipOut, octV = view(octets), octL = octetLengths, tkV = view(typeKeys), tkL = typeKeyLengths;
@@ -339,10 +350,10 @@ export function compileRowWriter(shape: RowShape, domains: Domains): { writeRows
   const timeRank = c.timeRank, tcV = view(c.timecheck);
   const type = c.type, anon = c.anon, country = c.country, city = c.city, works = c.works, svc = c.services;
   ${groups.map((_, g) => `const g${g}V = view(groups[${g}].bytes), g${g}L = groups[${g}].lengths;`).join('\n  ')}
-  const countryV = view(store.countryJson);
-  const cityStrings = lang === 'ru' ? c.cityJsonRu : c.cityJsonEn;
+  const countryV = view(store.country${as});
+  const cityStrings = lang === 'ru' ? c.city${as}Ru : c.city${as}En;
   const cityV = view(cityStrings.bytes), cityO = cityStrings.off;
-  const network = c.network, nf = c.netFlags, nasnV = view(c.networkAsnJson.bytes), nasnO = c.networkAsnJson.off, norgV = view(c.networkOrgJson.bytes), norgO = c.networkOrgJson.off;`;
+  const network = c.network, nf = c.netFlags, nasnV = view(c.networkAsn${as}.bytes), nasnO = c.networkAsn${as}.off, norgV = view(c.networkOrg${as}.bytes), norgO = c.networkOrg${as}.off;`;
   const source = `"use strict";
 return {
   writeRows(buf, pos, rows, from, to, store, lang, ends) {

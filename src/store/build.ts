@@ -3,7 +3,7 @@ import { formatTimecheck } from '../core/service-time.js';
 import { ColumnArena, mappedBuffer, sharedCopy } from './arena.js';
 import { member, setBit, wordsFor, type BitsetFamily } from './bitset.js';
 import { HOSTING, HOSTING_KNOWN, MAX_LINE_BYTES, MAX_V6_LINE_BYTES, MOBILE, MOBILE_KNOWN, READ_SLACK, packKey, type ByteStrings, type Network, type StoreColumns, type StoreMeta } from './columns.js';
-import { packStrings, writeAscii, writeIPv4, writeUint } from './encode.js';
+import { csvField, packStrings, writeAscii, writeIPv4, writeUint } from './encode.js';
 import { recordPrints, type ExitsV6 } from './history.js';
 import { radixSortIndices } from './radix-sort.js';
 
@@ -441,6 +441,10 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
     networkOrgJson: packStrings(records.networks.map((n) => JSON.stringify(n.org))),
     cityJsonRu: packStrings(records.cities.map((k) => JSON.stringify(k.ru))),
     cityJsonEn: packStrings(records.cities.map((k) => JSON.stringify(k.en))),
+    networkAsnCsv: packStrings(records.networks.map((n) => (n.asn === 0 ? '' : String(n.asn)))),
+    networkOrgCsv: packStrings(records.networks.map((n) => csvField(n.org))),
+    cityCsvRu: packStrings(records.cities.map((k) => csvField(k.ru))),
+    cityCsvEn: packStrings(records.cities.map((k) => csvField(k.en))),
   };
   let maxPingText = 1;
   for (let k = 0; k < pingValues.length; k++) maxPingText = Math.max(maxPingText, pingText.off[k + 1] - pingText.off[k]);

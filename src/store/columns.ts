@@ -165,6 +165,11 @@ export interface StoreColumns {
   /** JSON string literals (quoted, escaped) of each city's name per language. */
   cityJsonRu: ByteStrings;
   cityJsonEn: ByteStrings;
+  /** The same as CSV fields (an unknown AS number empty; texts quoted only where CSV needs it). */
+  networkAsnCsv: ByteStrings;
+  networkOrgCsv: ByteStrings;
+  cityCsvRu: ByteStrings;
+  cityCsvEn: ByteStrings;
 }
 
 /** The small, non-typed-array part of a build, cloned between threads. */
@@ -205,6 +210,7 @@ export function columnViews(c: StoreColumns): ArrayBufferView[] {
     c.typeBits.data, c.anonBits.data, c.countryBits.data, c.serviceBits.data, c.exitV6Bits.data, c.exitV6Text.bytes, c.exitV6Text.off, c.v6Entries, c.ipvBits.data, c.cityStart, c.cityRows,
     c.networkStart, c.networkRows, c.hostingBits.data, c.mobileBits.data, c.networkAsnJson.bytes, c.networkAsnJson.off, c.networkOrgJson.bytes, c.networkOrgJson.off,
     c.cityJsonRu.bytes, c.cityJsonRu.off, c.cityJsonEn.bytes, c.cityJsonEn.off,
+    c.networkAsnCsv.bytes, c.networkAsnCsv.off, c.networkOrgCsv.bytes, c.networkOrgCsv.off, c.cityCsvRu.bytes, c.cityCsvRu.off, c.cityCsvEn.bytes, c.cityCsvEn.off,
   ];
 }
 

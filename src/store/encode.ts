@@ -39,6 +39,9 @@ export function utf8(s: string): Uint8Array {
   return new Uint8Array(b.buffer, b.byteOffset, b.length);
 }
 
+/** A CSV field (RFC 4180): a text with a comma, a double quote, CR or LF quoted, its quotes doubled; any other as it is. */
+export const csvField = (text: string): string => (/[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text);
+
 /** Packs strings into one ByteStrings block (UTF-8), READ_SLACK zero bytes after the last. */
 export function packStrings(items: readonly string[]): ByteStrings {
   const encoded = items.map((s) => Buffer.from(s, 'utf8'));

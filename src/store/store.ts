@@ -62,6 +62,11 @@ export class Store {
   readonly maxIpOutJson: number;
   /** `"XX"` per country id, 4 bytes each. */
   readonly countryJson: Uint8Array;
+  /** `XX` per country id at the same stride, two zero bytes after each. */
+  readonly countryCsv: Uint8Array;
+  /** Longest city and organisation as CSV fields. */
+  readonly maxCityCsv: number;
+  readonly maxOrgCsv: number;
 
   /** What it remembers of the snapshots before it; a store built alone remembers only its own. */
   readonly history: History;
@@ -106,6 +111,9 @@ export class Store {
     // An exit that is the row's IPv6 entry is as long as the entry's address, brackets taken off.
     this.maxIpOutJson = Math.max('"255.255.255.255"'.length, this.maxExitV6 + 2, meta.maxIpBytes);
     this.countryJson = utf8(meta.countries.map((code) => `"${code}"`).join(''));
+    this.countryCsv = utf8(meta.countries.map((code) => `${code}\0\0`).join(''));
+    this.maxCityCsv = Math.max(longest(c.cityCsvRu), longest(c.cityCsvEn));
+    this.maxOrgCsv = longest(c.networkOrgCsv);
   }
 
   /** Rows checked at or after `minCheckedAt`: a prefix, since rows are freshest first. */

@@ -17,7 +17,7 @@ const schema = (pointer: string) => {
   if (!v) throw new Error(`no schema at ${pointer}`);
   return v;
 };
-const bodySchemas = Object.fromEntries(['TextList', 'ChangeLines', 'RecordArray', 'RecordMap', 'Envelope', 'ChangeSet', 'Stats', 'Error'].map((n) => [n, schema(`/components/schemas/${n}`)]));
+const bodySchemas = Object.fromEntries(['TextList', 'ChangeLines', 'CsvList', 'CsvChanges', 'RecordArray', 'RecordMap', 'Envelope', 'ChangeSet', 'Stats', 'Error'].map((n) => [n, schema(`/components/schemas/${n}`)]));
 const headerSchemas = Object.fromEntries(Object.keys(openapi.components.headers).map((n) => [n.toLowerCase(), schema(`/components/headers/${n}/schema`)]));
 
 /** Fails unless a /usage 200 body is what the OpenAPI document says. */
@@ -32,6 +32,7 @@ function bodySchemaOf(query: string): string {
   const one = (name: string) => p.getAll(name).find((v) => v !== '')?.toLowerCase();
   const get = one('get') ?? 'txt';
   if (get === 'stats') return 'Stats';
+  if (get.startsWith('csv')) return one('since') !== undefined ? 'CsvChanges' : 'CsvList';
   if (one('since') !== undefined) return get.startsWith('txt') ? 'ChangeLines' : 'ChangeSet';
   if (get.startsWith('txt')) return 'TextList';
   if (one('wrap') === '1') return 'Envelope';
@@ -44,7 +45,7 @@ export function assertDocumented(query: string, res: Response, body: string): vo
   assert.ok(documented, `status ${res.status} of ?${query} is documented`);
   const name = res.status === 200 ? bodySchemaOf(query) : res.status === 304 ? null : 'Error';
   if (name) {
-    const value = name === 'TextList' || name === 'ChangeLines' || name === 'Error' ? body : JSON.parse(body);
+    const value = ['TextList', 'ChangeLines', 'CsvList', 'CsvChanges', 'Error'].includes(name) ? body : JSON.parse(body);
     const validate = bodySchemas[name];
     assert.ok(validate(value), `body of ?${query} against ${name}: ${ajv.errorsText(validate.errors)}`);
   }

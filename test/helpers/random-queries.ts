@@ -18,8 +18,8 @@ const FIELDS = ['ip', 'port', 'ip_out', 'type', 'anon', 'ping', 'timecheck', 'co
 /**
  * Valid /api query strings (without the key) spanning every parameter: lists
  * with odd case, spaces, repeats and duplicates; cm and country_mode; cities in
- * both languages; every output and JSON option; ip in both families, and
- * ipv; the exit network's asn, hosting and mobile; count; no-match cases.
+ * both languages; every output and JSON option; CSV; ip in both families,
+ * and ipv; the exit network's asn, hosting and mobile; count; no-match cases.
  */
 export function randomQueries(records: readonly SnapshotRecord[], n: number, seed: number): string[] {
   const rand = seeded(seed);
@@ -59,6 +59,17 @@ export function randomQueries(records: readonly SnapshotRecord[], n: number, see
       if (named.length > 0) parts.push(`fields=${named.join(',')}`);
     }
     return parts;
+  };
+
+  // CSV draws from a stream of its own too: some JSON lists become CSV, keeping JSON's parameters, which CSV reads or ignores.
+  const csvRand = seeded(seed ^ 0x5bd1e995);
+  const asCsv = (parts: string[]): string[] => {
+    const at = parts.findIndex((p) => /^get=json/i.test(p));
+    if (at < 0 || csvRand() >= 0.4) return parts;
+    const out = [...parts];
+    out[at] = `get=${['csv', 'CSV', 'csv.file'][Math.floor(csvRand() * 3)]}`;
+    if (csvRand() < 0.2) out.push(['format=table', 'wrap=2', 'pretty=x', 'type_prefix=x'][Math.floor(csvRand() * 4)]);
+    return out;
   };
 
   const queries: string[] = [];
@@ -113,7 +124,7 @@ export function randomQueries(records: readonly SnapshotRecord[], n: number, see
       [parts[i], parts[j]] = [parts[j], parts[i]];
     }
     for (const param of networkParams()) parts.splice(Math.floor(netRand() * (parts.length + 1)), 0, param);
-    queries.push(parts.join('&'));
+    queries.push(asCsv(parts).join('&'));
   }
   return queries;
 }

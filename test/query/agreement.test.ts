@@ -28,6 +28,12 @@ let rewritten = 0;
 records.forEach((r, i) => {
   if (i % 14 === 7 && !r.ip.includes(':')) r.ip = V6_FORMS[rewritten++ % V6_FORMS.length](i % 40, r.ip);
 });
+// Texts CSV must quote: a comma, double quotes, a line break.
+records.forEach((r, i) => {
+  if (i % 53 !== 11) return;
+  r.city = { ru: 'Вашингтон, округ Колумбия', en: 'Washington, "D.C."' };
+  r.org = i % 2 === 0 ? 'Example\r\nNet, "Ltd"' : 'Plain "Quoted" Org';
+});
 const v6Share = records.filter((r) => r.ip.includes(':') && !r.ip.startsWith('::ffff:')).length / records.length;
 const snapshot = encodeSnapshot(records, TEST_NOW_S);
 const reference = NaiveEngine.fromFile(snapshot);
@@ -63,6 +69,9 @@ for (const cache of [true, false]) {
     // At least 1,000 of them use the client extensions (docs/api.md), mixed with the rest.
     const extended = queries.filter((q) => /(^|&)(port|sort|offset)=|get=stats/i.test(q)).length;
     assert.ok(extended >= 1000, `${extended} queries use port, sort, offset or stats`);
+    // And CSV, whole lists of every kind.
+    const csv = queries.filter((q) => /(^|&)get=csv/i.test(q)).length;
+    assert.ok(csv >= 300, `${csv} queries ask for CSV`);
     // The generator must exercise both matches and no-matches.
     assert.ok(nonEmpty > QUERIES / 2, `only ${nonEmpty} queries matched anything`);
     assert.ok(nonEmpty < QUERIES, 'no query was a no-match');
@@ -85,6 +94,7 @@ moving('second by second, with jumps and a clock set back, cached and narrowed b
     '', 'type_prefix=1', 'type=http,socks5&count=40',
     'get=json', 'get=json&pretty=0&fields=ip,ping,city', 'get=json&format=object&pretty=0', 'get=json&split_ip=1&count=25&anon=elite',
     `get=json&city=${encodeURIComponent(city)}&lang=en`, 'get=json&wrap=1&pretty=0&count=30', 'get=json&time=120&pretty=0', 'get=json.file&works=50',
+    'get=csv', 'get=csv&time=120&fields=ip,city,org,hosting&lang=en', 'get=csv.file&split_ip=1&count=30',
     'offset=50&count=40', 'get=json&offset=10&time=120&pretty=0', 'get=stats', 'get=stats&type=socks5&time=120&pretty=0', 'get=json&sort=ping&count=30&pretty=0', 'sort=works&offset=5&count=20&port=80,8080,3128',
   ];
   const steps = [...Array(20).fill(1000), 45_000, 1000, 300_000, 1000, -400_000, 1000, 1000, 200_000];
@@ -110,7 +120,7 @@ moving.run();
 
 /**
  * Bodies of tens of megabytes, from a store of 65,000 records: the pretty
- * JSON ones are written in chunks with the cache off.
+ * JSON ones, and CSV, are written in chunks with the cache off.
  */
 const bigSnapshot = encodeSnapshot(generateRecords({ records: 65_000, seed: 23, now: TEST_NOW_S }), TEST_NOW_S);
 const big = NaiveEngine.fromFile(bigSnapshot);
@@ -122,6 +132,7 @@ for (const cache of [true, false]) {
     for (const q of [
       'time=99999', 'time=99999&type_prefix=1', 'time=99999&type=socks4,socks5', 'get=json&time=99999', 'get=json&time=99999&format=object&lang=en',
       'get=json&time=99999&fields=ip,port,city&split_ip=1&pretty=0', 'get=json&time=99999&works=50&service=telegram', 'get=json&time=99999&wrap=1',
+      'get=csv&time=99999', 'get=csv&time=99999&fields=ip,port,asn,org,hosting,mobile,city&split_ip=1&lang=en',
     ]) {
       const want = big.answer(`key=x&${q}`, nowMs);
       const res = await t.api(q);

@@ -76,6 +76,13 @@ export const keyOf = (r: SnapshotRecord): string => `${r.type}://${host(r.ip)}:$
 /** What a record shows, in any output: equal texts are the same record. */
 const visible = (r: SnapshotRecord, services: readonly string[]): string =>
   JSON.stringify([r.anon, Math.round(r.ping_ms), r.checked_at, r.country.toUpperCase(), r.city?.ru ?? '', r.city?.en ?? '', r.ip_out ?? r.ip, r.works, services.filter((s) => (r.services ?? []).includes(s)), r.asn ?? null, r.org || '', r.hosting ?? null, r.mobile ?? null]);
+const CSV_TYPE = 'text/csv; charset=utf-8; header=present';
+/** A CSV cell: unknown empty, booleans and numbers as JSON writes them, a text with a comma, quote, CR or LF quoted with its quotes doubled. */
+function csvCell(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  const text = String(v);
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
 const timecheck = (unixS: number): string => new Date((unixS + 7200) * 1000).toISOString().slice(0, 19).replace('T', ' ');
 
 /**
@@ -158,7 +165,11 @@ export class NaiveEngine {
     const offset = one('offset') === null ? 0 : Number(one('offset'));
     const page = (xs: SnapshotRecord[]): SnapshotRecord[] => xs.slice(offset, count === null ? undefined : offset + count);
 
-    const disposition = get.endsWith('.file') ? `attachment; filename="proxies.${get.startsWith('json') ? 'json' : 'txt'}"` : null;
+    const disposition = get.endsWith('.file') ? `attachment; filename="proxies.${get.slice(0, -'.file'.length)}"` : null;
+    if (get.startsWith('csv')) {
+      rows = page(rows.filter(atAddress));
+      return { status: 200, contentType: CSV_TYPE, disposition, body: this.csv(params, rows, null) };
+    }
     if (!get.startsWith('json')) {
       rows = page(rows);
       const prefix = one('type_prefix') === '1';
@@ -213,32 +224,50 @@ export class NaiveEngine {
 
   /** The record object of a JSON answer, shaped by the query's `fields`, `split_ip` and `lang`. */
   private recordObject(params: URLSearchParams): (r: SnapshotRecord) => Record<string, unknown> {
+    const columns = this.recordColumns(params);
+    return (r) => Object.fromEntries(columns.map(([name, value]) => [name, value(r)]));
+  }
+
+  /** The fields of a JSON record, or the columns of a CSV row, in order: each name and its value. */
+  private recordColumns(params: URLSearchParams): Array<[string, (r: SnapshotRecord) => unknown]> {
     const one = (name: string): string | null => params.getAll(name).find((v) => v !== '') ?? null;
     const split = one('split_ip') === '1';
     const lang = (one('lang') ?? 'ru').toLowerCase() as 'ru' | 'en';
     const fieldList = params.getAll('fields').join(',').split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '');
     const wanted = (name: string): boolean => fieldList.length === 0 || fieldList.includes(name.toLowerCase());
-    return (r) => {
-      const o: Record<string, unknown> = {};
-      if (wanted('ip')) o.ip = split ? r.ip : `${host(r.ip)}:${r.port}`;
-      if (split && wanted('port')) o.port = String(r.port);
-      if (wanted('ip_out')) o.ip_out = r.ip_out ?? r.ip;
-      if (wanted('type')) o.type = r.type;
-      if (wanted('anon')) o.anon = r.anon;
-      if (wanted('ping')) o.ping = Math.round(r.ping_ms) / 1000;
-      if (wanted('timecheck')) o.timecheck = timecheck(r.checked_at);
-      if (wanted('country')) o.country = r.country.toUpperCase();
-      if (wanted('city')) o.city = r.city?.[lang] ?? '';
-      if (wanted('works')) o.works = String(r.works);
-      // Who runs the exit: only when named.
-      const named = (name: string): boolean => fieldList.includes(name);
-      if (named('asn')) o.asn = r.asn ?? null;
-      if (named('org')) o.org = r.org ?? '';
-      if (named('hosting')) o.hosting = r.hosting ?? null;
-      if (named('mobile')) o.mobile = r.mobile ?? null;
-      for (const s of this.services) if (wanted(s)) o[s] = (r.services ?? []).includes(s);
-      return o;
-    };
+    // Who runs the exit: only when named.
+    const named = (name: string): boolean => fieldList.includes(name);
+    const all: Array<[string, boolean, (r: SnapshotRecord) => unknown]> = [
+      ['ip', wanted('ip'), (r) => (split ? r.ip : `${host(r.ip)}:${r.port}`)],
+      ['port', split && wanted('port'), (r) => String(r.port)],
+      ['ip_out', wanted('ip_out'), (r) => r.ip_out ?? r.ip],
+      ['type', wanted('type'), (r) => r.type],
+      ['anon', wanted('anon'), (r) => r.anon],
+      ['ping', wanted('ping'), (r) => Math.round(r.ping_ms) / 1000],
+      ['timecheck', wanted('timecheck'), (r) => timecheck(r.checked_at)],
+      ['country', wanted('country'), (r) => r.country.toUpperCase()],
+      ['city', wanted('city'), (r) => r.city?.[lang] ?? ''],
+      ['works', wanted('works'), (r) => String(r.works)],
+      ['asn', named('asn'), (r) => r.asn ?? null],
+      ['org', named('org'), (r) => r.org ?? ''],
+      ['hosting', named('hosting'), (r) => r.hosting ?? null],
+      ['mobile', named('mobile'), (r) => r.mobile ?? null],
+      ...this.services.map((s): [string, boolean, (r: SnapshotRecord) => unknown] => [s, wanted(s), (r) => (r.services ?? []).includes(s)]),
+    ];
+    return all.filter(([, keep]) => keep).map(([name, , value]) => [name, value]);
+  }
+
+  /** A CSV body (RFC 4180): the header row, then a row per record; in a change set, `op` and `key` first. */
+  private csv(params: URLSearchParams, upserts: SnapshotRecord[], removes: string[] | null): string {
+    const columns = this.recordColumns(params);
+    const line = (cells: unknown[]): string => cells.map(csvCell).join(',') + '\r\n';
+    const op = removes === null ? [] : ['op', 'key'];
+    const lead = (r: SnapshotRecord): string[] => (removes === null ? [] : ['upsert', keyOf(r)]);
+    return (
+      line([...op, ...columns.map(([name]) => name)]) +
+      upserts.map((r) => line([...lead(r), ...columns.map(([, value]) => value(r))])).join('') +
+      (removes ?? []).map((k) => line(['remove', k, ...columns.map(() => null)])).join('')
+    );
   }
 
   /**
@@ -254,6 +283,7 @@ export class NaiveEngine {
     const one = (name: string): string | null => params.getAll(name).find((v) => v !== '') ?? null;
     const get = (one('get') ?? 'txt').toLowerCase();
     const json = get.startsWith('json');
+    const disposition = get.endsWith('.file') ? `attachment; filename="proxies.${get.slice(0, -'.file'.length)}"` : null;
     const now = this.listed(query, nowMs);
     let upserts = now;
     let removes: string[] = [];
@@ -267,17 +297,18 @@ export class NaiveEngine {
       const toObject = this.recordObject(params);
       const value = { cursor, reset, upsert: Object.fromEntries(upserts.map((r) => [keyOf(r), toObject(r)])), remove: removes };
       const body = one('pretty') === '0' ? JSON.stringify(value) : JSON.stringify(value, null, 2);
-      return { status: 200, contentType: 'application/json; charset=utf-8', disposition: get === 'json.file' ? 'attachment; filename="proxies.json"' : null, body };
+      return { status: 200, contentType: 'application/json; charset=utf-8', disposition, body };
     }
+    if (get.startsWith('csv')) return { status: 200, contentType: CSV_TYPE, disposition, body: this.csv(params, upserts, removes) };
     const body = upserts.map((r) => `+${keyOf(r)}\n`).join('') + removes.map((k) => `-${k}\n`).join('');
-    return { status: 200, contentType: 'text/plain; charset=utf-8', disposition: get === 'txt.file' ? 'attachment; filename="proxies.txt"' : null, body };
+    return { status: 200, contentType: 'text/plain; charset=utf-8', disposition, body };
   }
 
-  /** The records a whole list of `query` lists at `nowMs` (JSON's `ip` applied, `format` ignored), in the default order. */
+  /** The records a whole list of `query` lists at `nowMs` (the `ip` of JSON and CSV applied, `format` ignored), in the default order. */
   listed(query: string, nowMs: number): SnapshotRecord[] {
     const params = new URLSearchParams(query);
-    const json = (params.getAll('get').find((v) => v !== '') ?? 'txt').toLowerCase().startsWith('json');
-    const ips = json ? params.getAll('ip').join(',').split(',').map((s) => s.trim()).filter((s) => s !== '') : [];
+    const get = (params.getAll('get').find((v) => v !== '') ?? 'txt').toLowerCase();
+    const ips = get.startsWith('json') || get.startsWith('csv') ? params.getAll('ip').join(',').split(',').map((s) => s.trim()).filter((s) => s !== '') : [];
     return this.select(query, nowMs).filter(atItems(ips.length === 0 ? null : ips));
   }
 
