@@ -6,6 +6,7 @@ import type { SnapshotRecord } from '../../src/snapshot/format.js';
 import { encodeSnapshot, evolveRecords, generateRecords } from '../../src/snapshot/generate.js';
 import { NaiveEngine, keyOf } from '../reference/naive-engine.js';
 import { assertDocumented } from '../helpers/openapi.js';
+import { parseCsv } from '../helpers/csv.js';
 import { randomQueries, seeded } from '../helpers/random-queries.js';
 import { TEST_KEY, TEST_NOW_S, eventually, serverSuite, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -49,6 +50,7 @@ const narrow = [
   `get=json&ip=${some.slice(0, 12).map((r) => r.ip).join(',')},${withPort(some[13])}&time=99999`,
   'ipv=6&time=99999', 'get=json&ipv=4&type=socks5&time=300', `asn=${some[7].asn ?? 24940},AS${some[8].asn ?? 16276}&time=99999`,
   'hosting=1&time=99999', 'get=json&hosting=0&mobile=1&time=99999', 'mobile=0&type=http&time=300', `get=json&ipv=6&ip=${v6.slice(0, 6).map(withPort).join(',')},${v6[7].ip.toUpperCase()}&time=99999`,
+  'get=csv&type=socks5&anon=elite&time=300', `get=csv&hosting=1&fields=ip,asn,org,hosting&time=99999&ip=${some.slice(0, 12).map((r) => r.ip).join(',')}`,
 ];
 
 /** Whole-list queries: no count, offset or random order, which a cursor never comes with. */
@@ -57,6 +59,7 @@ const queries = [
   '', 'type_prefix=1', 'get=json', 'get=json&pretty=0&fields=ip,ping,works', 'get=json&split_ip=1&lang=en&format=object', 'get=json.file&wrap=1',
   'type=socks5,http&time=120', 'get=json&anon=elite&time=300&pretty=0', 'port=80,8080&get=txt.file', 'get=json&country=US,DE&cm=except&works=50',
   'get=json&service=telegram&ping=800&sort=ping', `get=json&ip=${chain[0][5].ip},${withPort(chain[0][9])}&time=99999`, 'time=30',
+  'get=csv', 'get=csv.file&split_ip=1&lang=en&fields=ip,port,city,org,mobile', 'get=csv&works=50&format=object&wrap=1',
   ...randomQueries(chain[0], 400, 77).filter((q) => !/(^|&)(count|offset|sort=random|get=stats)|get=Stats/i.test(q)).slice(0, 60),
 ];
 
@@ -101,6 +104,23 @@ function applies(q: string, body: string, then: NaiveEngine, thenMs: number, now
     for (const k of Object.keys(set.upsert)) {
       assert.ok(after.has(k), `upsert ${k} is in the list of now`);
       before.set(k, '');
+    }
+  } else if (/get=csv/i.test(q)) {
+    const [header, ...rows] = parseCsv(body);
+    assert.equal(header.slice(0, 2), ['op', 'key']);
+    const upserted = new Set<string>();
+    for (const [op, key, ...values] of rows) {
+      assert.is(values.length, header.length - 2, `row of ${key}: a value per column`);
+      if (op === 'upsert') {
+        assert.ok(after.has(key), `upsert ${key} is in the list of now`);
+        upserted.add(key);
+        before.set(key, '');
+      } else {
+        assert.is(op, 'remove');
+        assert.not.ok(upserted.has(key), `${key} both upserted and removed`);
+        assert.ok(values.every((v) => v === ''), 'a remove row has empty values');
+        before.delete(key);
+      }
     }
   } else {
     for (const line of body.split('\n').filter(Boolean)) {
@@ -270,7 +290,8 @@ older('inside, the exact difference; outside, a wider change set that still give
     const reset = res.headers.get('list-reset') === '1';
     applies(q, body, engines[from.version], from.atMs, engines[3], nowMs, res.headers.get('list-cursor')!, reset);
     const exact = engines[3].changeSet(engines[from.version], q, from.atMs, nowMs, res.headers.get('list-cursor')!, false);
-    const lines = (text: string): number => (/get=json/i.test(q) ? ((s) => Object.keys(s.upsert).length + s.remove.length)(JSON.parse(text) as { upsert: object; remove: string[] }) : text.split('\n').length - 1);
+    const lines = (text: string): number =>
+      /get=json/i.test(q) ? ((s) => Object.keys(s.upsert).length + s.remove.length)(JSON.parse(text) as { upsert: object; remove: string[] }) : /get=csv/i.test(q) ? parseCsv(text).length - 1 : text.split('\n').length - 1;
     assert.ok(lines(body) <= Math.max(lines(exact.body), engines[3].listed(q, nowMs).length), `?${q} from ${ageS} s ago: no larger than the whole list`);
     assert.is(/get=json/i.test(q) ? (JSON.parse(body) as { reset: boolean }).reset : reset, reset, 'List-Reset says what the body says');
     if (body !== exact.body) wider++;

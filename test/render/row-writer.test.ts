@@ -15,15 +15,16 @@ import { TEST_NOW_S } from '../helpers/server.js';
 /**
  * The compiled row writers, in process: every output shape (each field
  * alone, field sets, split_ip, pretty, format, the envelope, txt with and
- * without type) against JSON.stringify of the same records, and the length
+ * without type, CSV) against the reference's bytes for the same records, and the length
  * each writer announces against the bytes it writes, for every cut of the rows.
  */
 const records = generateRecords({ records: 400, seed: 111, now: TEST_NOW_S });
 // Odd values: a city with quotes, a backslash and a control character; an empty English name; a very long ping.
 records[0] = { ...records[0], city: { ru: 'Мос"к\\ва\u0001', en: '' }, ping_ms: 123456789.4, checked_at: TEST_NOW_S };
+records[1] = { ...records[1], city: { ru: 'Москва,\r\nцентр', en: 'Moscow "centre"' }, org: 'A, "B"\nC', asn: 64500, hosting: true };
 const { columns, meta } = buildFromRecords(records, undefined, TEST_NOW_S);
 const store = new Store(columns, meta, { file: 'x', loadedAtMs: 0, generation: 1 });
-const reference = new NaiveEngine({ proxies: records });
+const reference = new NaiveEngine({ proxies: records }, { asnDb: false });
 const scratch = new QueryScratch();
 const NOW_MS = TEST_NOW_S * 1000;
 
@@ -40,9 +41,15 @@ for (const pretty of ['0', '1']) {
   }
 }
 
+// CSV: each field alone, and the sets, plain and split; the network fields; a city and organisation that need quotes.
+for (const split of ['0', '1']) {
+  const base = `get=csv&split_ip=${split}`;
+  shapes.push(base, `${base}&lang=en`, ...[...FIELDS, 'asn', 'org', 'hosting', 'mobile'].map((f) => `${base}&fields=${encodeURIComponent(f)}`), `${base}&fields=city,ip,works,org,asn`);
+}
+
 const test = suite('row writers');
 
-test(`${shapes.length} output shapes write JSON.stringify's bytes, and announce their length exactly`, () => {
+test(`${shapes.length} output shapes write the reference's bytes, and announce their length exactly`, () => {
   for (const q of shapes) {
     const parsed = parsePlan(readQuery(`${q}&time=99999`), meta.services);
     if (!parsed.ok) throw new Error(parsed.message);
