@@ -41,6 +41,10 @@ const shellQuote = (s) => `'${s.replace(/'/g, `'\\''`)}'`;
 function showOutputParts() {
   const get = form.elements.get.value || 'txt';
   const json = get.startsWith('json');
+  // JSON and CSV take the fields and split_ip; the layout is JSON's alone.
+  const fielded = json || get.startsWith('csv');
+  for (const el of form.querySelectorAll('.fielded')) el.hidden = !fielded;
+  for (const el of form.querySelectorAll('.fielded input')) el.disabled = !fielded;
   for (const el of form.querySelectorAll('.json')) el.hidden = !json;
   for (const el of form.querySelectorAll('.txt')) el.hidden = get !== 'txt' && get !== 'txt.file';
   for (const el of form.querySelectorAll('.json input, .json select')) el.disabled = !json;
@@ -90,8 +94,35 @@ function recordsOf(value) {
   return [];
 }
 
-function table(records) {
-  const columns = [...new Set(records.slice(0, SHOWN).flatMap((r) => Object.keys(r)))];
+/** CSV's rows as records keyed by its header row (RFC 4180: quoted fields may hold commas, quotes and line breaks). */
+function csvRecords(text) {
+  const rows = [];
+  let row = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quoted) {
+      if (c !== '"') field += c;
+      else if (text[i + 1] === '"') field += text[i++];
+      else quoted = false;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') {
+      row.push(field);
+      field = '';
+    } else if (c === '\r' && text[i + 1] === '\n') {
+      row.push(field);
+      rows.push(row);
+      row = [];
+      field = '';
+      i++;
+    } else field += c;
+  }
+  const [header = [], ...records] = rows;
+  return { header, records: records.map((r) => Object.fromEntries(header.map((name, k) => [name, r[k]]))) };
+}
+
+function table(records, columns = [...new Set(records.slice(0, SHOWN).flatMap((r) => Object.keys(r)))]) {
   const head = el('tr', {}, ...columns.map((c) => el('th', { textContent: c })));
   const rows = records.slice(0, SHOWN).map((r) => el('tr', {}, ...columns.map((c) => el('td', { textContent: r[c] === undefined ? '' : String(r[c]) }))));
   return el('table', { className: 'records' }, el('thead', {}, head), el('tbody', {}, ...rows));
@@ -138,6 +169,12 @@ async function run() {
     const type = res.headers.get('content-type') ?? '';
     const cursor = res.headers.get('list-cursor');
     const extra = cursor ? [el('p', { className: 'note' }, 'List-Cursor: ', el('code', { textContent: cursor }))] : [];
+    if (type.startsWith('text/csv')) {
+      const { header, records } = csvRecords(text);
+      status.textContent += ` · ${records.length} rows`;
+      answer.replaceChildren(status, ...extra, table(records, header), ...more(records.length));
+      return;
+    }
     if (!type.startsWith('application/json')) {
       const lines = text.split('\n').filter((l) => l !== '');
       status.textContent += ` · ${lines.length} lines`;

@@ -24,7 +24,7 @@ const utf8Wire = (s: string): string => Buffer.from(s.replace(/[\u0000-\u0020\u0
 const NAMES = ['type', 'anon', 'ping', 'time', 'works', 'country', 'cm', 'country_mode', 'city', 'service', 'count', 'lang',
   'get', 'type_prefix', 'fields', 'split_ip', 'format', 'wrap', 'pretty', 'ip', 'ipv', 'key', 'timecheck', 'ip_out', '_'];
 const WORDS = ['http', 'https', 'socks4', 'socks5', 'transparent', 'anonymous', 'elite', 'include', 'except', 'ru', 'en',
-  'txt', 'json', 'txt.file', 'json.file', 'array', 'object', 'smtp', 'telegram', 'avito', 'google', 'the service', 'ip',
+  'txt', 'json', 'csv', 'txt.file', 'json.file', 'csv.file', 'array', 'object', 'smtp', 'telegram', 'avito', 'google', 'the service', 'ip',
   'port', 'ip_out', 'ping', 'timecheck', 'country', 'city', 'works', 'us', 'de', 'RU', 'zz', '0', '1', 'Москва', 'Moscow',
   'санкт-петербург', '4', '6', '2001:db8::1', '[2001:db8::1]:80', records[0].ip, `${records[1].ip}:${records[1].port}`];
 const BAD_ESCAPES = ['%', '%%', '%G1', '%1', '%C3%28', '%FF', '%E2%82', '%C0%AF', '%ED%A0%80', '%F4%90%80%80', '%00', '%0A',

@@ -13,7 +13,7 @@ import { TEST_KEY, TEST_NOW_S, startTestServer, tempDir } from '../helpers/serve
  * a program written against them with openapi-fetch uses every parameter
  * with its real type (numbers, lists of enumerated values), the project's
  * tsc checks it (and that a value outside an enum does not compile), and
- * the program runs against a server: a list, stats, and a `since` loop.
+ * the program runs against a server: a list, CSV, stats, and a `since` loop.
  */
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const bin = (path: string) => join(ROOT, 'node_modules', path);
@@ -32,7 +32,7 @@ const all = await client.GET('/api', {
       key, type: ['http', 'https', 'socks4', 'socks5'], anon: ['transparent', 'anonymous', 'elite'], port: [80, 8080, 3128],
       ping: 100000, time: 100000, works: 0, country: ['US', 'DE', 'RU'], cm: 'except', city: ['Nowhere'], service: ['telegram'],
       sort: 'ping', offset: 0, count: 50, lang: 'en', get: 'json', fields: ['ip', 'port', 'type'], split_ip: '1', pretty: '0',
-      wrap: '1', format: 'object', ip: ['203.0.113.7', '[2001:db8::1]:8080'], ipv: [4, 6],
+      wrap: '1', format: 'object', ip: ['203.0.113.7', '[2001:db8::1]:8080'], ipv: [4, 6], asn: ['13335', 'AS16509'], hosting: '0', mobile: '1',
     },
   },
 });
@@ -46,6 +46,7 @@ export const refused = () => [
 
 const list = await client.GET('/api', { params: { query: { key, type: ['socks5', 'http'], count: 20, time: 100000 } }, parseAs: 'text' });
 const stats = await client.GET('/api', { params: { query: { key, get: 'stats', time: 100000 } } });
+const csv = await client.GET('/api', { params: { query: { key, get: 'csv', fields: ['ip', 'asn', 'org', 'hosting'], count: 5, time: 100000 } }, parseAs: 'text' });
 const whole = await client.GET('/api', { params: { query: { key, get: 'json', type: ['socks5'], time: 100000 } } });
 const cursor = whole.response.headers.get('list-cursor')!;
 console.error('waiting');
@@ -56,6 +57,8 @@ console.log(JSON.stringify({
   listStatus: list.response.status,
   lines: String(list.data).trim().split('\\n').length,
   statsStatus: stats.response.status,
+  csvType: csv.response.headers.get('content-type'),
+  csvLines: String(csv.data).split('\\r\\n'),
   stats: stats.data,
   wholeStatus: whole.response.status,
   changesStatus: changes.response.status,
@@ -105,6 +108,9 @@ test('a client generated from openapi.json type-checks with every parameter and 
     const r = JSON.parse(result.stdout) as Record<string, unknown>;
     assert.equal([r.all, r.listStatus, r.statsStatus, r.wholeStatus, r.changesStatus], [200, 200, 200, 200, 200]);
     assert.is(r.lines, 20);
+    assert.is(r.csvType, 'text/csv; charset=utf-8; header=present');
+    assert.is((r.csvLines as string[])[0], 'ip,asn,org,hosting');
+    assert.is((r.csvLines as string[]).length, 7, 'the header row, five rows, and nothing after the last CRLF');
     assert.ok(typeof r.stats === 'object' && r.stats !== null, 'stats as JSON');
     assert.is(r.reset, false);
     assert.ok((r.changed as number) > 0, 'the change set of the new snapshot');

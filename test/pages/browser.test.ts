@@ -122,6 +122,18 @@ test('/ builds the query, and its table holds exactly the records the same URL a
     assert.equal(await page.locator('table.records th').allInnerTexts(), ['ip', 'asn', 'org', 'hosting']);
     const namedCells = await page.locator('table.records tbody tr').evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent)));
     assert.equal(namedCells, named.map((r) => ['ip', 'asn', 'org', 'hosting'].map((c) => String(r[c]))));
+
+    // CSV takes the same fields, not JSON's layout; its table is the same records, an unknown value empty.
+    await page.selectOption('select[name=get]', 'csv');
+    assert.ok(await page.locator('input[name=fields][value=asn]').isVisible(), 'fields apply to CSV');
+    assert.not.ok(await page.locator('input[name=wrap]').isVisible(), 'wrap does not');
+    const csvUrl = await page.locator('#url').innerText();
+    assert.ok(csvUrl.includes('get=csv') && csvUrl.includes('fields=ip%2Casn%2Corg%2Chosting') && !csvUrl.includes('wrap='), csvUrl);
+    await run(page);
+    assert.equal(await page.locator('table.records th').allInnerTexts(), ['ip', 'asn', 'org', 'hosting']);
+    const csvCells = await page.locator('table.records tbody tr').evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent)));
+    assert.equal(csvCells, named.map((r) => ['ip', 'asn', 'org', 'hosting'].map((c) => (r[c] === null ? '' : String(r[c])))));
+    assert.match(await page.locator('.status').innerText(), /^200 · .* · 5 rows$/);
   });
 });
 
