@@ -4,7 +4,8 @@
  * - sort=ping and sort=works with count=100 (median of 10,000), and the memory of those orders;
  * - get=stats over the default window and over every record (X2), and the ETag of a full dump worked out anew;
  * - the full txt dump of every record;
- * - the full JSON dump (pretty=1), against JSON.stringify of the same objects.
+ * - the full JSON dump (pretty=1), against JSON.stringify of the same objects;
+ * - the full CSV dump, against the same objects' values joined by commas and CRLF.
  * Run: npm run bench -- engine [--records N]
  */
 import { execFileSync } from 'node:child_process';
@@ -21,6 +22,7 @@ import { statsJson } from '../src/render/stats-body.js';
 import { BodyWriter } from '../src/render/envelope.js';
 import { OutputBuffer } from '../src/render/output-buffer.js';
 import { loadSnapshotFile } from '../src/snapshot/decode.js';
+import { csvField } from '../src/store/encode.js';
 import { Store } from '../src/store/store.js';
 import { NaiveEngine } from '../test/reference/naive-engine.js';
 import { CLI, median, recordsOption, round2, writeResult } from './harness.js';
@@ -82,11 +84,12 @@ const tagRuns = Array.from({ length: 50 }, () => {
 });
 const txtDump = timed('time=99999999', 15);
 const jsonDump = timed('time=99999999&get=json', 5);
+const csvDump = timed('time=99999999&get=csv', 5);
 
 // JSON.stringify of the same records as plain objects, built beforehand (only the stringify is timed).
-const reference = NaiveEngine.fromFile(readFileSync(file));
+const reference = NaiveEngine.fromFile(readFileSync(file), { asnDb: false });
 const objects = reference.records.map((r) => ({
-  ip: `${r.ip}:${r.port}`, ip_out: r.ip_out ?? r.ip, type: r.type, anon: r.anon, ping: Math.round(r.ping_ms) / 1000,
+  ip: `${r.ip.includes(':') ? `[${r.ip}]` : r.ip}:${r.port}`, ip_out: r.ip_out ?? r.ip, type: r.type, anon: r.anon, ping: Math.round(r.ping_ms) / 1000,
   timecheck: new Date((r.checked_at + 7200) * 1000).toISOString().slice(0, 19).replace('T', ' '), country: r.country.toUpperCase(),
   city: r.city?.ru ?? '', works: String(r.works), ...Object.fromEntries(meta.services.map((s) => [s, (r.services ?? []).includes(s)])),
 }));
@@ -98,6 +101,17 @@ const stringify = Array.from({ length: 3 }, () => {
 });
 const stringifyMs = median(stringify.map((s) => s.ms));
 if (stringify[0].bytes !== jsonDump.bytes) throw new Error(`the JSON dump is ${jsonDump.bytes} bytes, JSON.stringify ${stringify[0].bytes}`);
+
+// The obvious CSV of the same objects: each value as text, quoted where it needs it, rows joined.
+const csvCell = (v: unknown): string => csvField(String(v));
+const joined = Array.from({ length: 3 }, () => {
+  const t0 = performance.now();
+  const s = `${Object.keys(objects[0]).join(',')}\r\n${objects.map((o) => `${Object.values(o).map(csvCell).join(',')}\r\n`).join('')}`;
+  const ms = performance.now() - t0;
+  return { ms, bytes: Buffer.byteLength(s) };
+});
+const joinedMs = median(joined.map((s) => s.ms));
+if (joined[0].bytes !== csvDump.bytes) throw new Error(`the CSV dump is ${csvDump.bytes} bytes, the joined values ${joined[0].bytes}`);
 
 const result = {
   date: new Date().toISOString(),
@@ -117,6 +131,10 @@ const result = {
   json_stringify_same_objects_ms: Math.round(stringifyMs),
   speedup_vs_stringify: round2(stringifyMs / jsonDump.median_ms),
   full_json_bytes: jsonDump.bytes,
+  full_csv_dump_ms: Math.round(csvDump.median_ms),
+  joined_same_values_ms: Math.round(joinedMs),
+  csv_speedup_vs_joined: round2(joinedMs / csvDump.median_ms),
+  full_csv_bytes: csvDump.bytes,
 };
 writeResult(`engine-${records}`, result);
 rmSync(dir, { recursive: true, force: true });
