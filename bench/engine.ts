@@ -9,7 +9,7 @@
  * Run: npm run bench -- engine [--records N]
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readQuery } from '../src/query/query-string.js';
@@ -25,14 +25,19 @@ import { loadSnapshotFile } from '../src/snapshot/decode.js';
 import { csvField } from '../src/store/encode.js';
 import { Store } from '../src/store/store.js';
 import { NaiveEngine } from '../test/reference/naive-engine.js';
-import { CLI, median, recordsOption, round2, writeResult } from './harness.js';
+import { CLI, median, option, recordsOption, round2, writeResult } from './harness.js';
 
 const records = recordsOption(1_000_000);
-const now = Math.floor(Date.now() / 1000);
+const generatedNow = Math.floor(Date.now() / 1000);
 const dir = mkdtempSync(join(tmpdir(), 'proxylist-engine-'));
 const file = join(dir, 's.msgpack');
-execFileSync(process.execPath, [CLI, 'snapshot', 'generate', '--records', String(records), '--out', file, '--now', String(now)]);
+// --snapshot FILE: a given snapshot (its check times end now), to compare revisions on the same records.
+const given = option('snapshot');
+if (given) copyFileSync(given, file);
+else execFileSync(process.execPath, [CLI, 'snapshot', 'generate', '--records', String(records), '--out', file, '--now', String(generatedNow)]);
 const { columns, meta } = loadSnapshotFile(file);
+// The clock of the records: a given snapshot's check times end when it was generated.
+const now = given ? meta.generatedAt : generatedNow;
 const store = new Store(columns, meta, { file, loadedAtMs: Date.now(), generation: 1 });
 const out = new OutputBuffer();
 const scratch = new QueryScratch();

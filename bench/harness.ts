@@ -1,6 +1,6 @@
 /** Shared pieces of the benchmarks: processes pinned to cores, readiness, wrk runs. */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { get as getTls } from 'node:https';
 import { join } from 'node:path';
@@ -56,11 +56,14 @@ export function generateSnapshot(file: string, records: number, now: number, see
   execFileSync(process.execPath, [CLI, 'snapshot', 'generate', '--records', String(records), '--out', file, '--seed', String(seed), '--now', String(now), ...ipv6Shares()]);
 }
 
-/** A snapshot of `records` checked now and the bench's keys file, in `work` under `name`. */
+/** A snapshot of `records` checked now (or the one --snapshot gives) and the bench's keys file, in `work` under `name`. */
 export function benchFiles(work: string, name: string, records: number): { snapshot: string; keys: string } {
   const snapshot = join(work, `${name}.msgpack`);
   const keys = join(work, 'keys.json');
-  generateSnapshot(snapshot, records, Math.floor(Date.now() / 1000));
+  // --snapshot FILE: given records (to compare revisions on a snapshot an older generator wrote), else generated now.
+  const given = option('snapshot');
+  if (given) copyFileSync(given, snapshot);
+  else generateSnapshot(snapshot, records, Math.floor(Date.now() / 1000));
   writeBenchKeys(keys);
   return { snapshot, keys };
 }

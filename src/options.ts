@@ -3,6 +3,7 @@ import type { Clock } from './core/clock.js';
 import type { FollowOptions } from './core/follow-file.js';
 import type { Logger } from './core/log.js';
 import type { EngineChoice } from './http/engine.js';
+import type { AsnDbChoice } from './snapshot/exit-networks.js';
 import { DEFAULT_WHOLE_BODIES_BYTES } from './bodies/sources.js';
 
 /** How `proxylist serve` runs (docs/operations.md has each option). */
@@ -54,8 +55,8 @@ export interface ServeOptions {
   uwsSha256?: string[];
   /** A snapshot with more than this share of its records skipped is rejected whole (default 0.5). */
   maxSkippedShare?: number;
-  /** Where the exit network of a record the checker does not place is looked up: the default database, or nowhere (docs/snapshot.md). */
-  asnDb?: 'default' | 'none';
+  /** Where the exit network of a record the checker does not place is looked up: the default database, nowhere, or an operator's MaxMind DB file (docs/snapshot.md). */
+  asnDb?: AsnDbChoice;
   /** The most requests with `wait` the process holds at once; past it, one is answered as if without `wait`. */
   maxHeld?: number;
   /** Milliseconds a pass over held requests works per turn of the event loop (tests set 0: one group a turn). */

@@ -10,6 +10,7 @@ import { engineChoice } from '../http/engines.js';
 import { DEFAULT_MAX_HELD } from '../http/held-budget.js';
 import { DEFAULT_HISTORY_EXACT_S, DEFAULT_HISTORY_S } from '../snapshot/snapshot-feed.js';
 import { DEFAULT_MAX_SKIPPED_SHARE } from '../snapshot/decode.js';
+import { parseAsnDb } from '../snapshot/exit-networks.js';
 import { DEFAULT_CACHE_BYTES, DEFAULT_DRAIN_S, DEFAULT_KEYS_POLL_S, DEFAULT_METRICS_ALLOW, DEFAULT_SNAPSHOT_POLL_S, DEFAULT_WHOLE_BODIES_BYTES, type ServeOptions } from '../server.js';
 
 /**
@@ -86,11 +87,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { name: 'snapshot-max-mb', value: 'N', shown: String(DEFAULT_SNAPSHOT_MAX_MB), help: 'the largest snapshot downloaded from an http(s) origin; a larger one is cut off and the one in force stays', apply: (o, raw) => (o.snapshotMaxBytes = integerOption('snapshot-max-mb', raw, DEFAULT_SNAPSHOT_MAX_MB, 1, 65536) * MB) },
   { name: 'max-skipped-share', value: 'X', shown: String(DEFAULT_MAX_SKIPPED_SHARE), help: 'a snapshot with more than this share of its records invalid (0 to 1) is rejected whole, and the one in force stays', apply: (o, raw) => (o.maxSkippedShare = shareOption('max-skipped-share', raw, DEFAULT_MAX_SKIPPED_SHARE)) },
   {
-    name: 'asn-db', value: 'none', shown: 'the database of @ip-location-db/asn', help: 'where the AS number and organisation of an exit the checker does not give are looked up when a snapshot is built; none: nowhere',
-    apply: (o, raw) => {
-      if (raw !== undefined && raw !== 'none') throw new CodedError('E_USAGE', `--asn-db must be none (the default database is used without it), not "${raw}"`);
-      o.asnDb = raw === 'none' ? 'none' : 'default';
-    },
+    name: 'asn-db', value: 'FILE|none', shown: 'the database of @ip-location-db/asn', help: 'where the AS number and organisation of an exit the checker does not give are looked up when a snapshot is built: a MaxMind DB file (GeoLite2-ASN, DB-IP\'s ASN Lite), or none: nowhere',
+    apply: (o, raw) => (o.asnDb = parseAsnDb(raw)),
   },
   { name: 'snapshot-poll-s', value: 'N', shown: String(DEFAULT_SNAPSHOT_POLL_S), help: 'seconds between conditional GETs of an http(s) snapshot', apply: (o, raw) => (o.snapshotPollS = integerOption('snapshot-poll-s', raw, DEFAULT_SNAPSHOT_POLL_S, 1, 3600)) },
   { name: 'history-s', value: 'N', shown: String(DEFAULT_HISTORY_S), help: 'seconds of snapshots remembered for change sets (since=); an older cursor gets a reset', apply: (o, raw) => (o.historyS = integerOption('history-s', raw, DEFAULT_HISTORY_S, 0, 7 * 86400)) },

@@ -2,7 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { writeFileAtomic } from '../core/atomic-write.js';
 import { CodedError } from '../core/errors.js';
-import { AsnLookup, readDefaultAsnTables } from '../snapshot/asn-database.js';
+import { openExitNetworks, parseAsnDb } from '../snapshot/exit-networks.js';
 import { DEFAULT_MAX_SKIPPED_SHARE, loadSnapshotFile } from '../snapshot/decode.js';
 import { ANONS, TYPES } from '../core/vocabulary.js';
 import { generateSnapshot } from '../snapshot/generate.js';
@@ -10,7 +10,7 @@ import { HOSTING, HOSTING_KNOWN, MOBILE, MOBILE_KNOWN, type StoreColumns, type S
 import { integerOption, parseOptions, printedHelp, shareOption } from './args.js';
 
 export const SNAPSHOT_USAGE = `proxylist snapshot generate --records N --out FILE [options]   a realistic test snapshot
-proxylist snapshot inspect FILE [--max-skipped-share X] [--asn-db none]  what the server would load, or why not`;
+proxylist snapshot inspect FILE [--max-skipped-share X] [--asn-db FILE|none]  what the server would load, or why not`;
 
 const HELP: Record<string, string> = {
   generate: `usage: proxylist snapshot generate --records N --out FILE [options]
@@ -20,10 +20,11 @@ const HELP: Record<string, string> = {
   --now UNIX    the check times end here (default: now)
   --ipv6-entries X  the share of records that listen on IPv6 (default 0.05)
   --ipv6-exits X    the share of the others that leave through IPv6 (default 0.2)`,
-  inspect: `usage: proxylist snapshot inspect FILE [--max-skipped-share X] [--asn-db none]
+  inspect: `usage: proxylist snapshot inspect FILE [--max-skipped-share X] [--asn-db FILE|none]
   FILE                   the snapshot; exits 1 with the reason when the server would reject it
   --max-skipped-share X  as the server's (default ${DEFAULT_MAX_SKIPPED_SHARE}): more invalid records than this share reject the file
-  --asn-db none          as the server's: exits the checker does not place are not looked up`,
+  --asn-db FILE|none     as the server's: exits the checker does not place are looked up in
+                         this MaxMind DB file, or not at all`,
 };
 
 function generate(args: string[]): void {
@@ -73,10 +74,8 @@ function networkCounts(columns: StoreColumns, meta: StoreMeta) {
 /** The checker's pre-publish check: exits non-zero when the server would reject the file. */
 function inspect(args: string[]): void {
   const { positionals, values } = parseOptions(args, { 'max-skipped-share': { type: 'string' }, 'asn-db': { type: 'string' } }, true);
-  if (positionals.length !== 1) throw new CodedError('E_USAGE', 'usage: proxylist snapshot inspect FILE [--max-skipped-share X] [--asn-db none]');
-  const asnDb = values['asn-db'];
-  if (asnDb !== undefined && asnDb !== 'none') throw new CodedError('E_USAGE', `--asn-db must be none (the default database is used without it), not "${asnDb}"`);
-  const lookup = asnDb === 'none' ? null : new AsnLookup(readDefaultAsnTables());
+  if (positionals.length !== 1) throw new CodedError('E_USAGE', 'usage: proxylist snapshot inspect FILE [--max-skipped-share X] [--asn-db FILE|none]');
+  const lookup = openExitNetworks(parseAsnDb(values['asn-db']));
   const { columns, meta } = loadSnapshotFile(positionals[0], undefined, shareOption('max-skipped-share', values['max-skipped-share'], DEFAULT_MAX_SKIPPED_SHARE), lookup);
   const tally = (codes: ArrayLike<number>, names: readonly string[]): Record<string, number> => {
     const counts: Record<string, number> = Object.fromEntries(names.map((n) => [n, 0]));

@@ -40,6 +40,8 @@ export function countStats(store: Store, plan: Plan, end: number, scratch: Query
   const rows = scratch.rows;
   const { type, anon, country, services, network } = store.c;
   const byNetwork = new Uint32Array(store.meta.networks.length);
+  // A snapshot that places no exit costs nothing more.
+  const networks = byNetwork.length > 1 ? network : null;
   const serviceCount = store.meta.services.length;
   // One increment per breakdown and row: type and anonymity as one pair, services as their whole set (bit masks, expanded below).
   const byPair = new Uint32Array(TYPES.length * ANONS.length);
@@ -50,7 +52,7 @@ export function countStats(store: Store, plan: Plan, end: number, scratch: Query
     const r = rows[i];
     byPair[type[r] * ANONS.length + anon[r]]++;
     byCountry[country[r]]++;
-    byNetwork[network[r]]++;
+    if (networks !== null) byNetwork[networks[r]]++;
     if (byMask) byMask[services[r]]++;
     else for (let bits = services[r]; bits !== 0; bits &= bits - 1) byService[31 - Math.clz32(bits & -bits)]++;
   }

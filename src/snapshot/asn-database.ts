@@ -191,12 +191,32 @@ export function readDefaultAsnTables(): AsnTables {
   return { name: `${DEFAULT_ASN_PACKAGE} ${version}`, date: packageDate(version), v4, v6, asns, orgBytes, orgOff };
 }
 
+/**
+ * Where the build looks up who runs an exit: the network of an address
+ * (-1 for none), and each network's AS number and organisation.
+ */
+export interface ExitNetworks {
+  /** What /health names: the database, and the day it was built (YYYY-MM-DD) or null. */
+  readonly name: string;
+  readonly date: string | null;
+  v4(ip: number): number;
+  /** By the address's eight groups. */
+  v6(groups: ArrayLike<number>): number;
+  asn(network: number): number;
+  org(network: number): string;
+}
+
 /** Lookups in a database's tables, on the thread that builds stores. */
-export class AsnLookup {
+export class AsnLookup implements ExitNetworks {
   private readonly probe = new Uint32Array(4);
   private readonly orgs: Array<string | undefined> = [];
+  readonly name: string;
+  readonly date: string | null;
 
-  constructor(readonly tables: AsnTables) {}
+  constructor(readonly tables: AsnTables) {
+    this.name = tables.name;
+    this.date = tables.date;
+  }
 
   /** The network of an IPv4 address (as its number), or -1 when no range holds it. */
   v4(ip: number): number {

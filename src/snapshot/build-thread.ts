@@ -3,12 +3,13 @@ import { CodedError, type ErrorCode } from '../core/errors.js';
 import type { StoreColumns, StoreMeta } from '../store/columns.js';
 import type { AsnTables } from './asn-database.js';
 import { DEFAULT_MAX_SKIPPED_SHARE } from './decode.js';
+import type { AsnDbChoice } from './exit-networks.js';
 
 /**
- * Where exits are looked up (--asn-db): the default database, none, or its
- * tables once one thread has read them.
+ * Where exits are looked up (--asn-db): the default database, or its tables
+ * once one thread has read them; none; an operator's file.
  */
-export type AsnSource = 'default' | 'none' | AsnTables;
+export type AsnSource = Exclude<AsnDbChoice, 'default'> | 'default' | AsnTables;
 
 /** What the build thread is asked: a file to load, the share of skipped records it may have, and where exits are looked up. */
 export interface BuildRequest {
@@ -40,8 +41,8 @@ export class BuildThread {
   /** What ended the thread, when an uncaught error did. */
   private crash: string | null = null;
 
-  /** `maxSkippedShare`: the share of skipped records past which a snapshot is rejected (--max-skipped-share); `asnDb`: 'default' or 'none' (--asn-db). */
-  constructor(private readonly maxSkippedShare = DEFAULT_MAX_SKIPPED_SHARE, private readonly asnDb: 'default' | 'none' = 'default') {}
+  /** `maxSkippedShare`: the share of skipped records past which a snapshot is rejected (--max-skipped-share); `asnDb`: where exits are looked up (--asn-db). */
+  constructor(private readonly maxSkippedShare = DEFAULT_MAX_SKIPPED_SHARE, private readonly asnDb: AsnDbChoice = 'default') {}
 
   load(path: string): Promise<Built> {
     const next = this.queue.then(() => this.run(path));
@@ -85,7 +86,7 @@ export class BuildThread {
       worker.on('message', onMessage);
       worker.on('exit', onExit);
       worker.ref();
-      const asn: AsnSource = this.asnDb === 'none' ? 'none' : (defaultTables ?? 'default');
+      const asn: AsnSource = this.asnDb === 'default' ? (defaultTables ?? 'default') : this.asnDb;
       worker.postMessage({ path, maxSkippedShare: this.maxSkippedShare, asn } satisfies BuildRequest);
     });
   }

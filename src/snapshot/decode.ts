@@ -4,7 +4,7 @@ import { CodedError, fileProblem, messageOf } from '../core/errors.js';
 import { mappedBuffer } from '../store/arena.js';
 import { buildStore } from '../store/build.js';
 import { ASN_FROM_DATABASE } from '../store/columns.js';
-import type { AsnLookup } from './asn-database.js';
+import type { ExitNetworks } from './asn-database.js';
 import { RecordExtractor } from './record-extractor.js';
 import type { StoreColumns, StoreMeta } from '../store/columns.js';
 import { describeTopLevelError, serviceNamesProblem, validateTopLevel, type SnapshotFile } from './format.js';
@@ -235,7 +235,7 @@ function walk(w: Window, begin: Begin): SnapshotFile {
   return top;
 }
 
-function extractInto(asnDb: AsnLookup | null): { begin: Begin; extractor: () => RecordExtractor } {
+function extractInto(asnDb: ExitNetworks | null): { begin: Begin; extractor: () => RecordExtractor } {
   let extractor: RecordExtractor | null = null;
   const begin: Begin = (header, records) => {
     const services = header.services ?? DEFAULT_SERVICES;
@@ -266,7 +266,7 @@ export function describeSkips(counts: Record<string, number>): string {
  * wrongly must not empty the lists (docs/snapshot.md). With `asnDb`, a
  * record's exit network the checker does not give is looked up there.
  */
-export function loadSnapshotFile(path: string, release?: () => void, maxSkippedShare = DEFAULT_MAX_SKIPPED_SHARE, asnDb: AsnLookup | null = null): { columns: StoreColumns; meta: StoreMeta } {
+export function loadSnapshotFile(path: string, release?: () => void, maxSkippedShare = DEFAULT_MAX_SKIPPED_SHARE, asnDb: ExitNetworks | null = null): { columns: StoreColumns; meta: StoreMeta } {
   const { begin, extractor } = extractInto(asnDb);
   const { top, contentHash } = readSnapshot(Window.ofFile(path), begin);
   const records = extractor();
@@ -277,6 +277,6 @@ export function loadSnapshotFile(path: string, release?: () => void, maxSkippedS
   const built = buildStore(records, top.generated_at, contentHash, release);
   let filled = 0;
   for (let r = 0; r < built.columns.rows; r++) filled += (built.columns.netFlags[r] & ASN_FROM_DATABASE) >>> 4;
-  built.meta.asnDatabase = asnDb && { name: asnDb.tables.name, date: asnDb.tables.date, filled };
+  built.meta.asnDatabase = asnDb && { name: asnDb.name, date: asnDb.date, filled };
   return built;
 }

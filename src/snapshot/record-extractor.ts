@@ -2,7 +2,7 @@ import { formatIPv6 } from '../core/ipv6.js';
 import { recordColumns, type ExtractedRecords, type RecordColumns } from '../store/build.js';
 import { ASN_FROM_DATABASE, EXIT_IS_ENTRY, HOSTING, HOSTING_KNOWN, MOBILE, MOBILE_KNOWN, type Network } from '../store/columns.js';
 import { AddressInterner } from './address-interner.js';
-import type { AsnLookup } from './asn-database.js';
+import type { ExitNetworks } from './asn-database.js';
 import type { RecordDecoder } from './record-decoder.js';
 
 const MAX_SKIP_REASONS = 10;
@@ -37,7 +37,7 @@ export class RecordExtractor implements ExtractedRecords {
   private readonly entryV6Ids = new AddressInterner();
 
   /** `asnDb`: where a record's exit network is looked up when the checker does not say (null: nowhere). */
-  constructor(readonly serviceNames: readonly string[], capacity: number, private readonly asnDb: AsnLookup | null = null) {
+  constructor(readonly serviceNames: readonly string[], capacity: number, private readonly asnDb: ExitNetworks | null = null) {
     // Room for one record at least: the build's lanes of row ids are told apart by where they start.
     this.columns = recordColumns(Math.max(1, capacity), serviceNames.length);
   }

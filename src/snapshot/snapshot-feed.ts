@@ -7,6 +7,7 @@ import { Store } from '../store/store.js';
 import { BuildThread } from './build-thread.js';
 import { DEFAULT_MAX_SKIPPED_SHARE, describeSkips } from './decode.js';
 import { releaseDroppedStores } from './release-dropped.js';
+import type { AsnDbChoice } from './exit-networks.js';
 
 /** Seconds of snapshots remembered for change sets, at least. */
 export const DEFAULT_HISTORY_S = 3600;
@@ -58,7 +59,7 @@ export class SnapshotFeed extends FollowedFile implements StoreFeed {
     /** A snapshot with more of its records skipped is rejected whole (--max-skipped-share). */
     maxSkippedShare = DEFAULT_MAX_SKIPPED_SHARE,
     /** Where exits the checker does not place are looked up (--asn-db). */
-    asnDb: 'default' | 'none' = 'default',
+    asnDb: AsnDbChoice = 'default',
   ) {
     super(path, options);
     this.builder = new BuildThread(maxSkippedShare, asnDb);
