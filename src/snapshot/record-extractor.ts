@@ -1,5 +1,5 @@
 import { formatIPv6 } from '../core/ipv6.js';
-import { recordColumns, type ExtractedRecords, type RecordColumns } from '../store/build.js';
+import { recordColumns, widened, type ExtractedRecords, type RecordColumns } from '../store/build.js';
 import { ASN_FROM_DATABASE, EXIT_IS_ENTRY, HOSTING, HOSTING_KNOWN, MOBILE, MOBILE_KNOWN, type Network } from '../store/columns.js';
 import { AddressInterner } from './address-interner.js';
 import type { ExitNetworks } from './asn-database.js';
@@ -108,7 +108,10 @@ export class RecordExtractor implements ExtractedRecords {
         if (org === '') org = db.org(net);
       }
     }
-    c.network[m] = asn === 0 && org === '' ? 0 : this.networkId(asn, org);
+    const network = asn === 0 && org === '' ? 0 : this.networkId(asn, org);
+    // The column grows wider only when an id no longer fits (store/build.ts, widened).
+    while (network > (c.network instanceof Uint8Array ? 255 : c.network instanceof Uint16Array ? 65535 : 0xffffffff)) c.network = widened(c.network, m);
+    c.network[m] = network;
     c.netFlags[m] = (d.hosting < 0 ? 0 : HOSTING_KNOWN | (d.hosting * HOSTING)) | (d.mobile < 0 ? 0 : MOBILE_KNOWN | (d.mobile * MOBILE)) | fromDatabase;
   }
 

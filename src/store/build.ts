@@ -2,7 +2,7 @@ import { ANONS, TYPES } from '../core/vocabulary.js';
 import { formatTimecheck } from '../core/service-time.js';
 import { ColumnArena, mappedBuffer, sharedCopy } from './arena.js';
 import { member, setBit, wordsFor, type BitsetFamily } from './bitset.js';
-import { HOSTING, HOSTING_KNOWN, MAX_LINE_BYTES, MAX_V6_LINE_BYTES, MOBILE, MOBILE_KNOWN, READ_SLACK, packKey, type ByteStrings, type Network, type StoreColumns, type StoreMeta } from './columns.js';
+import { HOSTING, HOSTING_KNOWN, MAX_LINE_BYTES, MAX_V6_LINE_BYTES, MOBILE, MOBILE_KNOWN, READ_SLACK, packKey, type ByteStrings, type Network, type NetworkColumn, type StoreColumns, type StoreMeta } from './columns.js';
 import { csvField, packStrings, writeAscii, writeIPv4, writeUint } from './encode.js';
 import { recordPrints, type ExitsV6 } from './history.js';
 import { radixSortIndices } from './radix-sort.js';
@@ -10,6 +10,21 @@ import { radixSortIndices } from './radix-sort.js';
 /** Bytes per record of the columns a store keeps as they are read (permuted into row order later), but the services'. */
 const KEPT_BYTES = 4 + 2 + 1 + 1 + 1 + 4 + 4 + 4 + 2 + 4 + 4 + 1;
 const KEPT_COLUMNS = 13;
+
+/** The room of a column as bytes. */
+const bytesOf = (room: Uint32Array): Uint8Array => new Uint8Array(room.buffer, room.byteOffset, room.length);
+
+/**
+ * `col`, whose first `n` items are written, as the next wider column over
+ * the same room, its items moved: the room's pages past the narrow items
+ * are touched only once the ids need them.
+ */
+export function widened(col: NetworkColumn, n: number): NetworkColumn {
+  const wide = col instanceof Uint8Array ? new Uint16Array(col.buffer, col.byteOffset, col.length) : new Uint32Array(col.buffer, col.byteOffset, col.length);
+  // From the last item down: item i of the wider column starts at or after the end of every narrower item below i.
+  for (let i = n - 1; i >= 0; i--) wide[i] = col[i];
+  return wide;
+}
 
 /** Bytes a row's services take: one bit per service of the snapshot, in the narrowest whole column. */
 const serviceBytes = (services: number): 1 | 2 | 4 => (services <= 8 ? 1 : services <= 16 ? 2 : 4);
@@ -44,7 +59,8 @@ export function recordColumns(capacity: number, services: number) {
     ipOut: kept.u32(capacity),
     country: kept.u16(capacity),
     city: kept.u32(capacity),
-    network: kept.u32(capacity),
+    /** Room for 32 bits a record, written 8 bits wide while the ids fit, then 16 (see widened): a snapshot that places few exits pays little. */
+    network: bytesOf(kept.u32(capacity)) as NetworkColumn,
     netFlags: kept.u8(capacity),
     services: width === 1 ? kept.u8(capacity) : width === 2 ? kept.u16(capacity) : kept.u32(capacity),
     ping: new Float64Array(scratch, 0, capacity),
@@ -260,7 +276,7 @@ function derivedBytes(rows: number, sets: number, cities: number, networks: numb
  * rows are rows[start[k] .. start[k + 1]). With `skipZero`, the rows of id 0
  * (unknown, which no filter asks for) are left out.
  */
-function postings(arena: ColumnArena, column: Uint32Array, count: number, skipZero = false): { start: Uint32Array; rows: Uint32Array } {
+function postings(arena: ColumnArena, column: Uint32Array | NetworkColumn, count: number, skipZero = false): { start: Uint32Array; rows: Uint32Array } {
   const rows = column.length;
   const start = arena.u32(count + 1);
   for (let r = 0; r < rows; r++) start[column[r] + 1]++;

@@ -85,6 +85,9 @@ export interface ByteStrings {
   off: Uint32Array;
 }
 
+/** A row's exit network id (an index into StoreMeta.networks), in the narrowest column the snapshot's ids fit. */
+export type NetworkColumn = Uint8Array | Uint16Array | Uint32Array;
+
 /**
  * Everything the worker builds, as typed arrays that transfer to the main
  * thread without copying. Rows are in output order (freshest first).
@@ -121,7 +124,7 @@ export interface StoreColumns {
   country: Uint16Array;
   city: Uint32Array;
   /** The exit's network, by id in `StoreMeta.networks` (0: unknown). */
-  network: Uint32Array;
+  network: NetworkColumn;
   /** The exit's hosting and mobile flags (HOSTING_KNOWN and the others). */
   netFlags: Uint8Array;
   /** Bit i = compatible with service i (at most 32 services), in the narrowest of 8, 16 or 32 bits the snapshot's services fit. */

@@ -169,6 +169,19 @@ test('ranks take 16 bits while at most 65,536 values are distinct, 32 beyond', (
   assert.is(wide.pingRankAtMost(65_536), 65_536);
 });
 
+test('network ids take 8 bits while they fit, then 16, then 32, each row keeping its network', () => {
+  const withNetworks = (count: number, every = 1) =>
+    build(Array.from({ length: count * every }, (_, i) => ({ ...base, ip: `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`, checked_at: 100_000 + i, asn: 1 + Math.floor(i / every) })));
+  assert.instance(build([base]).c.network, Uint8Array, 'no network at all: 8 bits');
+  for (const [count, every, kind] of [[255, 2, Uint8Array], [256, 1, Uint16Array], [65_535, 1, Uint16Array], [65_536, 1, Uint32Array]] as const) {
+    const s = withNetworks(count, every);
+    assert.instance(s.c.network, kind, `${count} networks`);
+    assert.is(s.meta.networks.length, count + 1);
+    // Freshest first: row r is record count * every - 1 - r, of AS number 1 + its index / every.
+    for (let r = 0; r < s.rows; r++) assert.is(s.meta.networks[s.c.network[r]].asn, 1 + Math.floor((s.rows - 1 - r) / every), `row ${r} of ${count} networks`);
+  }
+});
+
 test('a column arena that runs out of room gives columns of their own, never an error', () => {
   const arena = new ColumnArena(16);
   const a = arena.u32(3);
