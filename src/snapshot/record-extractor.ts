@@ -29,6 +29,7 @@ export class RecordExtractor implements ExtractedRecords {
   /** City id by the raw bytes of the record's `city` value. */
   private readonly cityIds = new Map<string, number>();
   readonly networks: Network[] = [{ asn: 0, org: '' }];
+  anyNetFlags = false;
   /** Network id by AS number and organisation; each organisation is kept once. */
   private readonly networkIds = new Map<string, number>();
   readonly exitsV6 = { records: [] as number[], texts: [] as string[] };
@@ -109,10 +110,17 @@ export class RecordExtractor implements ExtractedRecords {
       }
     }
     const network = asn === 0 && org === '' ? 0 : this.networkId(asn, org);
-    // The column grows wider only when an id no longer fits (store/build.ts, widened).
-    while (network > (c.network instanceof Uint8Array ? 255 : c.network instanceof Uint16Array ? 65535 : 0xffffffff)) c.network = widened(c.network, m);
-    c.network[m] = network;
-    c.netFlags[m] = (d.hosting < 0 ? 0 : HOSTING_KNOWN | (d.hosting * HOSTING)) | (d.mobile < 0 ? 0 : MOBILE_KNOWN | (d.mobile * MOBILE)) | fromDatabase;
+    // The columns start as zeros: a zero is not written, so a snapshot without these fields never touches their pages (store/build.ts).
+    if (network !== 0) {
+      // The column grows wider only when an id no longer fits (store/build.ts, widened).
+      while (network > (c.network instanceof Uint8Array ? 255 : c.network instanceof Uint16Array ? 65535 : 0xffffffff)) c.network = widened(c.network, m);
+      c.network[m] = network;
+    }
+    const flags = (d.hosting < 0 ? 0 : HOSTING_KNOWN | (d.hosting * HOSTING)) | (d.mobile < 0 ? 0 : MOBILE_KNOWN | (d.mobile * MOBILE)) | fromDatabase;
+    if (flags !== 0) {
+      c.netFlags[m] = flags;
+      this.anyNetFlags = true;
+    }
   }
 
   /** The id of the network of AS number `asn` (0: unknown) run by `org` ('' unknown). */

@@ -83,6 +83,8 @@ export interface ExtractedRecords {
   readonly cities: Array<{ ru: string; en: string }>;
   /** The exits' networks by id (the `network` column); id 0 is unknown (AS number 0, no organisation). */
   readonly networks: Network[];
+  /** Whether any record has network flags (`netFlags` not 0). */
+  readonly anyNetFlags: boolean;
   /**
    * The records whose ip_out is an IPv6 address, ascending, and the
    * addresses' texts (RFC 5952): such a record's `ipOut` is its text's index.
@@ -380,7 +382,9 @@ export function buildStore(records: ExtractedRecords, generatedAt: number, conte
     ip: inRowOrder(x.ip), port: inRowOrder(x.port), type: inRowOrder(x.type), anon: inRowOrder(x.anon), works: inRowOrder(x.works),
     pingRank: inRowOrder(x.pingRank), timeRank: inRowOrder(x.timeRank), ipOut: inRowOrder(x.ipOut),
     country: inRowOrder(x.country), city: inRowOrder(x.city), services: inRowOrder(x.services),
-    network: inRowOrder(x.network), netFlags: inRowOrder(x.netFlags),
+    // Columns of zeros stay untouched, so their pages cost nothing: a snapshot without who runs its exits pays no memory for them.
+    network: records.networks.length > 1 ? inRowOrder(x.network) : x.network.subarray(0, rows),
+    netFlags: records.anyNetFlags ? inRowOrder(x.netFlags) : x.netFlags.subarray(0, rows),
   };
 
   // The other orders (docs/api.md, Parameters); stable passes over the row order keep it for ties.
