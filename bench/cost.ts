@@ -30,7 +30,7 @@ import { fileURLToPath } from 'node:url';
 import type { ChildProcess } from 'node:child_process';
 import { freePorts } from '../support/ports.js';
 import { cpuSeconds } from '../support/process-stats.js';
-import { BENCH_KEY, CLI, benchFiles, captureBodies, crowdKeyName, median, recordsOption, round2, startPinned, startServer, stop, waitFor, writeCrowdKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
+import { BENCH_KEY, CLI, benchFiles, captureBodies, crowdKeyName, median, recordsOption, round2, serverFlags, startPinned, startServer, stop, waitFor, writeCrowdKeys, writeResult, wrk, type WrkOptions, type WrkResult } from './harness.js';
 import { REAL_MIX, SMALL_MIX } from './mix.js';
 
 const quick = process.argv.includes('--quick');
@@ -106,7 +106,7 @@ async function part(engine: 'uws' | 'node', name: string, snapshot: string, keys
     mkdirSync(dir, { recursive: true });
     const { index } = await captureBodies(port, concrete, dir, {}, false, EVERY_HEADER);
     wrk(port, paths, 2, work, crowdOptions()); // warm-up
-    bare = startPinned(process.execPath, [CEILINGS[engine], index, String(barePort)], undefined, CROWD ? { CEILING_CROWD: '1' } : {});
+    bare = startPinned(process.execPath, [...serverFlags(), CEILINGS[engine], index, String(barePort)], undefined, CROWD ? { CEILING_CROWD: '1' } : {});
     await waitFor(`http://127.0.0.1:${barePort}${concrete[0]}`, 60_000, (s) => s === 200);
     wrk(barePort, paths, 2, work, crowdOptions()); // warm-up
     for (let r = 0; r < RUNS; r++) {

@@ -44,7 +44,7 @@ import type { Store } from '../src/store/store.js';
 import { TYPES } from '../src/core/vocabulary.js';
 import { freePorts } from '../support/ports.js';
 import { holdRequests, metricNow, statusCounts } from './held.js';
-import { BENCH_KEY, CLI, median, recordsOption, round2, SERVER_CORE, sleep, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
+import { BENCH_KEY, CLI, median, recordsOption, round2, SERVER_CORE, serverFlags, sleep, stop, waitFor, writeBenchKeys, writeResult } from './harness.js';
 
 // As the server does at its start: the history's dropped stores go back at the full collection before each load.
 allowFullCollections();
@@ -245,9 +245,7 @@ async function startServer(snapshot: string): Promise<{ port: number; pid: numbe
   const keys = join(work, 'keys.json');
   writeBenchKeys(keys);
   const [port] = await freePorts(1);
-  // BENCH_SERVER_FLAGS passes node flags to the server, such as --cpu-prof to profile it.
-  const flags = process.env.BENCH_SERVER_FLAGS?.split(' ').filter(Boolean) ?? [];
-  const server = spawn('taskset', ['-c', SERVER_CORE, process.execPath, ...flags, CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'info'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const server = spawn('taskset', ['-c', SERVER_CORE, process.execPath, ...serverFlags(), CLI, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'info'], { stdio: ['ignore', 'pipe', 'inherit'] });
   const loads: number[] = [];
   createInterface({ input: server.stdout! }).on('line', (line) => {
     const entry = JSON.parse(line) as { event?: string; ms?: number };

@@ -32,4 +32,4 @@ createServer((req, res) => {
   res.end(a.body);
 }).listen(Number(port), '127.0.0.1', () => process.stdout.write('ready\n'));
 // A profile (--cpu-prof) is written on a normal exit.
-process.on('SIGINT', () => process.exit(0));
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(0));

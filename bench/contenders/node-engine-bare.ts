@@ -39,4 +39,4 @@ const app = nodeEngine().app({ paths: [route], other: route, refused: () => ({ h
 await app.listen('127.0.0.1', Number(port), true);
 process.stdout.write('ready\n');
 // A profile (--cpu-prof) is written on a normal exit.
-process.on('SIGINT', () => process.exit(0));
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(0));
