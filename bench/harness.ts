@@ -68,10 +68,10 @@ export function benchFiles(work: string, name: string, records: number): { snaps
   return { snapshot, keys };
 }
 
-/** The server (`cli`, this build's by default) with the default options and `extra` ones on the server core, on loopback. */
 /** Node flags for the servers under test, such as --cpu-prof to profile them (BENCH_SERVER_FLAGS). */
 export const serverFlags = (): string[] => process.env.BENCH_SERVER_FLAGS?.split(' ').filter(Boolean) ?? [];
 
+/** The server (`cli`, this build's by default) with the default options and `extra` ones on the server core, on loopback. */
 export function startServer(snapshot: string, keys: string, port: number, cli = CLI, extra: string[] = []): ChildProcess {
   return startPinned(process.execPath, [...serverFlags(), cli, 'serve', '--snapshot', snapshot, '--keys', keys, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn', ...extra]);
 }
