@@ -75,6 +75,19 @@ const MAX_PASS_MS = 2;
  */
 const MAX_WRITE = 512 * 1024;
 /**
+ * While a few clients are answered beside the pending bodies (at least one
+ * answer and at most FEW_ANSWERS since the last pass over the queue), a
+ * small answer's wait is the rest of the write under way: the pending
+ * bodies then write in turns this short and in writes this small. When
+ * many answers come (the loop is busy with requests of every size), a pass
+ * already lasts as long as the rest of the loop, and smaller writes would
+ * only starve the bodies; a body alone, with no answer to make way for,
+ * would only be slowed. Both keep PASS_MS and MAX_WRITE.
+ */
+const SHORT_PASS_MS = 0.02;
+const SHORT_WRITE = 64 * 1024;
+const FEW_ANSWERS = 4;
+/**
  * Bodies up to this long made ready after their request's handler are
  * written as soon as they are ready; longer ones in turn with the pending
  * ones: many bodies that a production makes ready at once take turns beyond
@@ -120,6 +133,9 @@ export class Sender {
   private retry: NodeJS.Timeout | null = null;
   /** When the last pass over the queue ended: the next one lasts as long as the loop ran since. */
   private passEndedMs = 0;
+  /** Answers given since the last pass began, and whether the pending bodies write in short turns (SHORT_PASS_MS). */
+  private answers = 0;
+  private short = false;
   private pusher: NodeJS.Timeout | null = null;
   /** The heads of the catalogue's fixed failures (HTTP_FAILURES), made once each. */
   private readonly errorHeads = new WeakMap<HttpFailure, Head>();
@@ -143,6 +159,7 @@ export class Sender {
       return;
     }
     ex.answer(h.status, body.total);
+    this.answers++;
     if (!ex.head && !ex.inHandler && body.total > INLINE_BYTES) {
       // Many large bodies may become ready at once (readers of one production): each is begun in turn.
       const o = new Outgoing(ex, body, EMPTY);
@@ -168,7 +185,7 @@ export class Sender {
         return;
       }
       const o = new Outgoing(ex, body, first);
-      const [, finished] = this.sendRest(o, 0, performance.now() + PASS_MS);
+      const [, finished] = this.sendRest(o, 0, performance.now() + this.passMs());
       if (finished) body.release();
       else this.hold(o, ex.writeOffset());
     });
@@ -178,6 +195,7 @@ export class Sender {
   notModified(ex: Exchange, h: Head): void {
     if (ex.aborted) return;
     ex.answer(h.status, 0);
+    this.answers++;
     ex.write(() => {
       ex.writeHead(h);
       ex.endEmpty();
@@ -196,6 +214,7 @@ export class Sender {
   errorAndClose(ex: Exchange, failure: HttpFailure): void {
     const body = encoder.encode(`Error: ${failure.message}`);
     ex.answer(failure.status, body.length);
+    this.answers++;
     ex.write(() => {
       ex.writeHead(this.errorHead(failure, []));
       ex.endAndClose(body);
@@ -248,7 +267,7 @@ export class Sender {
       // only way it comes: a write left to a later turn of the event loop,
       // and failing there, was not watched for again.
       o.wroteAtMs = performance.now();
-      const [ok, finished] = this.sendRest(o, ex.writeOffset(), o.wroteAtMs + PASS_MS);
+      const [ok, finished] = this.sendRest(o, ex.writeOffset(), o.wroteAtMs + this.passMs());
       if (finished) this.finish(o);
       return ok;
     });
@@ -266,6 +285,7 @@ export class Sender {
     // The engine still holds bytes of the piece being sent (node): the next piece may not be asked for, nor the piece given back, before they are on the socket.
     if (!ex.holdsNothing()) return [false, false];
     const stopAt = offset + SLICE_BYTES;
+    const most = this.short ? SHORT_WRITE : MAX_WRITE;
     try {
       for (;;) {
         if (offset >= stopAt || (deadline !== Infinity && performance.now() > deadline)) {
@@ -282,7 +302,7 @@ export class Sender {
           o.current = next;
           o.parked = false;
         }
-        const [ok, finished] = ex.tryEnd(o.current.subarray(at, at + MAX_WRITE), o.body.total);
+        const [ok, finished] = ex.tryEnd(o.current.subarray(at, at + most), o.body.total);
         if (!ok || finished) return [ok, finished];
         offset = ex.writeOffset();
       }
@@ -310,8 +330,10 @@ export class Sender {
   /** One pass over the queue (PASS_MS to MAX_PASS_MS); the rest in the next turn of the event loop. */
   private readonly drain = (): void => {
     this.draining = false;
+    this.short = this.answers > 0 && this.answers <= FEW_ANSWERS;
+    this.answers = 0;
     const now = performance.now();
-    const until = now + Math.max(PASS_MS, Math.min(MAX_PASS_MS, now - this.passEndedMs));
+    const until = now + Math.max(this.passMs(), Math.min(MAX_PASS_MS, now - this.passEndedMs));
     while (this.queue.length > 0 && performance.now() < until) {
       if (this.unflushed.size >= MAX_UNFLUSHED && this.writesUnderWay() >= MAX_UNFLUSHED) {
         // A flush enqueues its body, which brings the next pass; a write that never flushes stops counting.
@@ -341,6 +363,10 @@ export class Sender {
       setImmediate(this.drain);
     }
   };
+
+  private passMs(): number {
+    return this.short ? SHORT_PASS_MS : PASS_MS;
+  }
 
   /** Writes the engine holds that were handed over less than UNFLUSHED_STALE_MS ago. */
   private writesUnderWay(): number {
