@@ -86,14 +86,6 @@ export class NodeConnection {
   private lingerFrom = -1;
   private lingerEnded = false;
   /**
-   * The response of the newest request until it is found finished (the
-   * timeouts' sweep looks within SWEEP_MS, node-engine.ts), so an idle
-   * connection keeps none alive for long. Node answers in order, so once it
-   * is finished, every answer is on the socket (or destroyed, when none
-   * will be).
-   */
-  private lastRes: ServerResponse | null = null;
-  /**
    * Answers Node holds until the socket is theirs (pipelined behind one
    * being written), and what to call if the socket closes first: Node
    * drops them then without a 'close' (node-exchange.ts).
@@ -130,7 +122,7 @@ export class NodeConnection {
     if (this.handedOver) return 'tunnel';
     if (this.lingerFrom >= 0) return 'linger';
     if (this.awaited !== null) return 'held';
-    if (this.unfinished() !== null) return 'answer';
+    if (this.writing() !== null) return 'answer';
     return 'head';
   }
 
@@ -138,7 +130,6 @@ export class NodeConnection {
   arrive(req: IncomingMessage, res: ServerResponse): void {
     if (this.requests++ === 0) this.socket.setTimeout(0);
     this.lastSeenMs = performance.now();
-    this.lastRes = res;
     if (this.awaited !== null || this.head < this.queue.length) {
       if (this.socket.destroyed) return;
       if (this.queue.length - this.head >= 2 * MAX_QUEUED) {
@@ -177,15 +168,19 @@ export class NodeConnection {
 
   /** A request or response is in progress on this connection: one to answer, or an answer not all on the socket. */
   get busy(): boolean {
-    return this.awaited !== null || this.head < this.queue.length || this.unfinished() !== null;
+    return this.awaited !== null || this.head < this.queue.length || this.writing() !== null;
   }
 
-  /** The newest response, if Node has not written all of it. */
-  private unfinished(): ServerResponse | null {
-    const res = this.lastRes;
-    if (res === null || (!res.writableFinished && !res.destroyed)) return res;
-    this.lastRes = null;
-    return null;
+  /**
+   * The response Node is writing on the socket, until all of it is on the
+   * socket: Node's own mark, which it clears as the response finishes and
+   * then sets to the next one pipelined behind it, if any (Node answers in
+   * order). Nothing here holds a response, so each answer's objects die
+   * young: holding the newest one per connection made a crowd of clients'
+   * responses outlive the young generation's collections.
+   */
+  private writing(): ServerResponse | null {
+    return this.socket.destroyed ? null : ((this.socket as WithMessage)._httpMessage ?? null);
   }
 
   /**
@@ -265,8 +260,8 @@ export class NodeConnection {
     if (this.socket.destroyed || !this.socket.writable) return;
     // The requests before it are answered first; when the last one is, serveQueued looks again.
     if (this.awaited !== null || this.head < this.queue.length) return;
-    const last = this.unfinished();
-    if (last !== null) last.once('close', () => this.refuseWhenWritten());
+    const current = this.writing();
+    if (current !== null) current.once('close', () => this.refuseWhenWritten());
     else {
       this.socket.end(this.refusal!);
       const limit = setTimeout(() => this.stopLingering('time'), LINGER_MS);
@@ -300,6 +295,8 @@ export class NodeConnection {
 /** The connection of a socket, set when it was accepted. */
 const CONNECTION = Symbol('proxylist.connection');
 type WithConnection = Socket & { [CONNECTION]?: NodeConnection };
+/** Node's http server marks a socket with the response it is writing there (`_httpMessage`), from Node's first lines on. */
+type WithMessage = Socket & { _httpMessage?: ServerResponse | null };
 export const connectionOf = (socket: Socket): NodeConnection | undefined => (socket as WithConnection)[CONNECTION];
 
 /** A socket's 'end' and 'close' listeners, one each for all: no closure per connection. */
