@@ -114,9 +114,6 @@ class NodeApp implements App {
       return null;
     };
     const serve = (conn: NodeConnection, req: IncomingMessage, res: ServerResponse): NodeExchange | null => {
-      res.sendDate = false;
-      // HTTP/1.1 keeps the connection without saying so, as uWebSockets.js; HTTP/1.0 gets Node's own Connection line.
-      if (req.httpVersionMinor === 1) res.removeHeader('Connection');
       if (req.rawHeaders.length > 2 * MAX_HEADER_LINES) return refuse('headLines', req, res, conn);
       // RFC 9112 3.2: an HTTP/1.1 request without Host is refused, and the connection closed.
       if (req.httpVersionMinor === 1 && !hasHost(req.rawHeaders)) return refuse('badHost', req, res, conn);

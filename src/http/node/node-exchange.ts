@@ -16,33 +16,34 @@ const EMPTY = 2;
 type Ending = typeof BODY | typeof HEAD_ONLY | typeof EMPTY;
 
 /**
- * A head's lines as Node's writeHead takes them, with places for the
- * RateLimit fields, the Date and the length: made once per head, ending,
- * connection and whether the fields are there, and filled in for each
- * answer. writeHead reads the array before it returns, so one array serves
- * every answer of the head.
+ * What Node's ServerResponse keeps of a head it was given (its
+ * `_storeHeader`): the text it sends before the first body bytes, and
+ * whether the connection ends with this answer. Node has kept these
+ * fields, and sent `_header` as latin1, since its first lines.
  */
-interface Lines {
-  readonly lines: string[];
-  readonly rateAt: number;
-  readonly dateAt: number;
-  readonly lengthAt: number;
+interface HeadState {
+  _header: string | null;
+  _headerSent: boolean;
+  _last: boolean;
+  _hasBody: boolean;
+  shouldKeepAlive: boolean;
+  _expect_continue?: boolean;
+  _sent100?: boolean;
 }
-const linesOf = new WeakMap<Head, Lines[]>();
 
-function lines(h: Head, secure: boolean, close: boolean, rated: boolean, ending: Ending): Lines {
-  let all = linesOf.get(h);
-  if (all === undefined) linesOf.set(h, (all = []));
-  const i = ending * 8 + (rated ? 4 : 0) + (secure ? 2 : 0) + (close ? 1 : 0);
-  let l = all[i];
-  if (l === undefined) {
-    const own = [...h.lines, ...(secure ? HSTS : []), ...(close ? CLOSE : [])];
-    const tail = [...(rated ? [RATE_POLICY_NAME, '', RATE_NAME, ''] : []), ...(ending === BODY ? ['Date', '', 'Content-Length', ''] : ending === HEAD_ONLY ? ['Content-Length', '', 'Date', ''] : ['Date', ''])];
-    const at = (name: string): number => (tail.includes(name) ? own.length + tail.indexOf(name) + 1 : -1);
-    all[i] = l = { lines: [...own, ...tail], rateAt: at(RATE_POLICY_NAME), dateAt: at('Date'), lengthAt: at('Content-Length') };
-  }
-  return l;
+/**
+ * A head's text up to the lines each answer fills in, as Node sends it:
+ * one char per byte of the UTF-8 that uWebSockets.js sends. Made once per
+ * head, and per whether it is secure and closes.
+ */
+const startsOf = new WeakMap<Head, string[]>();
+function headStart(h: Head, secure: boolean, close: boolean): string {
+  let all = startsOf.get(h);
+  if (all === undefined) startsOf.set(h, (all = []));
+  const i = (secure ? 2 : 0) + (close ? 1 : 0);
+  return (all[i] ??= `HTTP/1.1 ${Buffer.from(h.bytes.buffer, h.bytes.byteOffset, h.bytes.byteLength).toString('latin1')}\r\n${secure ? `${HSTS[0]}: ${HSTS[1]}\r\n` : ''}${close ? `${CLOSE[0]}: ${CLOSE[1]}\r\n` : ''}`);
 }
+
 /** The Date header's value, made once a second. */
 let dateSecond = -1;
 let dateText = '';
@@ -128,18 +129,38 @@ export class NodeExchange extends Exchange {
    * Connection: close, as while draining, and to a client that
    * half-closed (Node would keep the connection for a head without a
    * Connection line).
+   *
+   * To an HTTP/1.1 client the head's text is handed to Node whole, as
+   * Node's writeHead leaves it: Node would otherwise check and join each
+   * of the service's own lines again for every answer, as much work as the
+   * rest of the request's JavaScript. HTTP/1.1 keeps the connection
+   * without saying so, as uWebSockets.js; an HTTP/1.0 client gets Node's
+   * writeHead, which adds the Connection line such a client needs.
    */
   private begin(ending: Ending, total: number, close = this.conn.state.draining || this.conn.socket.readableEnded): void {
     const h = this.h!;
     const rate = this.rate;
-    const l = lines(h, this.secure, close, rate !== null, ending);
-    if (rate !== null) {
-      l.lines[l.rateAt] = rate.policy;
-      l.lines[l.rateAt + 2] = rate.value;
+    const date = httpDate();
+    if (this.req.httpVersionMinor !== 1) {
+      const lines = [...h.lines, ...(this.secure ? HSTS : []), ...(close ? CLOSE : []), ...(rate !== null ? [RATE_POLICY_NAME, rate.policy, RATE_NAME, rate.value] : [])];
+      lines.push(...(ending === BODY ? ['Date', date, 'Content-Length', String(total)] : ending === HEAD_ONLY ? ['Content-Length', String(total), 'Date', date] : ['Date', date]));
+      this.res.sendDate = false;
+      this.res.writeHead(h.code, h.reason, lines);
+      return;
     }
-    l.lines[l.dateAt] = httpDate();
-    if (l.lengthAt >= 0) l.lines[l.lengthAt] = String(total);
-    this.res.writeHead(h.code, h.reason, l.lines);
+    let text = headStart(h, this.secure, close);
+    if (rate !== null) text += `${RATE_POLICY_NAME}: ${rate.policy}\r\n${RATE_NAME}: ${rate.value}\r\n`;
+    text += ending === BODY ? `Date: ${date}\r\nContent-Length: ${total}\r\n\r\n` : ending === HEAD_ONLY ? `Content-Length: ${total}\r\nDate: ${date}\r\n\r\n` : `Date: ${date}\r\n\r\n`;
+    const res = this.res;
+    const state = res as unknown as HeadState;
+    res.statusCode = h.code;
+    res.statusMessage = h.reason;
+    // As Node's writeHead: no body after these, and no keeping a connection whose client still waits to send one.
+    if (h.code === 204 || h.code === 304) state._hasBody = false;
+    if (state._expect_continue === true && state._sent100 !== true) state.shouldKeepAlive = false;
+    state._last = close || !state.shouldKeepAlive;
+    state._header = text;
+    state._headerSent = false;
   }
 
   tryEnd(chunk: Uint8Array, total: number): [boolean, boolean] {
