@@ -232,7 +232,8 @@ export class KeysBuilder {
     }
     if (raw.sha256 !== undefined) this.digestBytes.write(raw.sha256, i * 32, 'hex');
     else {
-      this.digests.set(hash('sha256', raw.key!, 'buffer') as unknown as Uint8Array, i * 32);
+      // As a latin1 string, one char a byte: a Buffer from hash() costs a new backing store for every key.
+      this.digestBytes.write(hash('sha256', raw.key!, 'binary'), i * 32, 'latin1');
       this.plain++;
     }
     const at = raw.expires_at === undefined ? NaN : Date.parse(raw.expires_at);
@@ -461,7 +462,7 @@ export class KeyTable {
 
   /** The entry of a key's hex SHA-256. */
   get(id: string): KeyEntry | undefined {
-    const p = this.positionOf(Buffer.from(id, 'hex'));
+    const p = /^[0-9a-fA-F]{64}$/.test(id) ? this.positionOf(Buffer.from(id, 'hex').toString('latin1')) : -1;
     return p < 0 ? undefined : this.entryAt(p);
   }
 
@@ -475,7 +476,7 @@ export class KeyTable {
     const known = this.known;
     let slot = known.slotOf(presented);
     if (slot < 0) {
-      const p = this.positionOf(hash('sha256', presented, 'buffer') as unknown as Buffer);
+      const p = this.positionOf(hash('sha256', presented, 'binary'));
       if (p < 0) return null;
       slot = known.set(presented, p, this.data.usableUntil[p]);
       // Not remembered (a key too long): found by its hash each time.
@@ -496,22 +497,52 @@ export class KeyTable {
     return d.nameOffsets[p + 1] > d.nameOffsets[p] ? Buffer.from(d.names.buffer, d.names.byteOffset, d.names.byteLength).toString('utf8', d.nameOffsets[p], d.nameOffsets[p + 1]) : null;
   }
 
-  private positionOf(digest: Buffer): number {
+  /**
+   * The position of the digest given as 32 latin1 chars (a char a byte),
+   * or -1. Digests are uniform: the search starts where the prefix's share
+   * of 2^32 falls among the keys and widens by doubling steps, so that it
+   * reads a few neighbouring words of `prefixes` where a bisection of the
+   * whole array reads one far apart at each step.
+   */
+  private positionOf(digest: string): number {
     if (digest.length !== 32) return -1;
     const prefixes = this.data.prefixes;
-    const first = digest.readUInt32BE(0);
-    const words = this.words;
-    // The first position whose prefix is not below the digest's, then each with the same prefix.
+    const count = this.data.count;
+    const first = ((digest.charCodeAt(0) << 24) | (digest.charCodeAt(1) << 16) | (digest.charCodeAt(2) << 8) | digest.charCodeAt(3)) >>> 0;
+    // lo and hi bound the first position whose prefix is not below the digest's: prefixes[lo - 1] < first <= prefixes[hi].
     let lo = 0;
-    let hi = this.data.count;
+    let hi = count;
+    const guess = Math.min(count - 1, Math.floor((first / 0x1_0000_0000) * count));
+    if (guess >= 0) {
+      let step = 1;
+      if (prefixes[guess] < first) {
+        lo = guess + 1;
+        while (lo + step < count && prefixes[lo + step] < first) {
+          lo += step + 1;
+          step *= 2;
+        }
+        hi = Math.min(count, lo + step);
+      } else {
+        hi = guess;
+        while (hi - step >= 0 && prefixes[hi - step] >= first) {
+          hi -= step;
+          step *= 2;
+        }
+        lo = Math.max(0, hi - step);
+      }
+    }
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       if (prefixes[mid] < first) lo = mid + 1;
       else hi = mid;
     }
-    for (let p = lo; p < this.data.count && prefixes[p] === first; p++) {
+    const words = this.words;
+    for (let p = lo; p < count && prefixes[p] === first; p++) {
       let same = true;
-      for (let i = 1; i < 8 && same; i++) same = words[p * 8 + i] === digest.readInt32LE(i * 4);
+      for (let i = 1; i < 8 && same; i++) {
+        const c = i * 4;
+        same = words[p * 8 + i] === (digest.charCodeAt(c) | (digest.charCodeAt(c + 1) << 8) | (digest.charCodeAt(c + 2) << 16) | (digest.charCodeAt(c + 3) << 24));
+      }
       if (same) return p;
     }
     return -1;

@@ -41,6 +41,27 @@ file('a key is found by its digest among digests that share their first bytes, a
   assert.ok(t.find('other-1', now)!.limits === t.find('other-2', now)!.limits);
 });
 
+file('every digest is found however far its prefix falls from its share of the keys, and none that is not there', () => {
+  // Bunched at both ends and in a run of equal prefixes: the search starts at the share and must widen well past it.
+  const hex = (n: number) => (n >>> 0).toString(16).padStart(8, '0');
+  const tail = (i: number) => sha256Hex(`tail-${i}`).slice(8);
+  const prefixes = [
+    ...Array.from({ length: 300 }, (_, i) => i * 3),
+    ...Array.from({ length: 300 }, (_, i) => 0xffffffff - i * 3),
+    ...Array.from({ length: 40 }, () => 0x80000000),
+    0x40000000, 0xc0000000,
+  ];
+  const ids = prefixes.map((p, i) => hex(p) + tail(i));
+  const t = parse({ keys: ids.map((sha256, i) => ({ sha256, name: `k${i}` })) });
+  ids.forEach((id, i) => assert.is(t.get(id)?.name, `k${i}`, id));
+  for (const p of [1, 2, 0xfffffffd, 0xfffffffe, 0x7fffffff, 0x80000001, 0x12345678, 0xbfffffff]) assert.is(t.get(hex(p) + tail(0)), undefined, hex(p));
+  assert.is(t.get(hex(0x80000000) + '0'.repeat(56)), undefined, 'the run of equal prefixes, another digest');
+  assert.is(t.get('0'.repeat(64) + '0'), undefined, 'not 64 hex digits');
+  const one = parse({ keys: [{ key: 'only' }] });
+  assert.is(one.find('only', Date.parse('2026-11-22T00:00:00Z'))?.id, sha256Hex('only'));
+  assert.is(one.find('other', Date.parse('2026-11-22T00:00:00Z')), null);
+});
+
 file('plain and sha256 entries, defaults, null limits, disabled and expiry', () => {
   const t = parse({
     keys: [
