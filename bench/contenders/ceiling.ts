@@ -42,3 +42,5 @@ loadUws()
     if (!token) process.exit(1);
     process.stdout.write('ready\n');
   });
+// A profile (--cpu-prof) is written on a normal exit.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(0));
