@@ -118,6 +118,13 @@ export class MemoryLimiter implements Limiter {
     const length = f[r + R_RING];
     if (length === size) return;
     const at = this.table.ringAt(r);
+    if (length === 0) {
+      // A key's first request: nothing to keep, and nothing made for it.
+      f.fill(-Infinity, at, at + size);
+      f[r + R_RING] = size;
+      f[r + R_NEXT] = 0;
+      return;
+    }
     const next = f[r + R_NEXT];
     const ordered = [...f.subarray(at + next, at + length), ...f.subarray(at, at + next)];
     const keep = ordered.slice(Math.max(0, ordered.length - size));
