@@ -59,7 +59,7 @@ const table = KeyTable.parse(text);
 const loadMs = performance.now() - t0;
 text = null;
 const d = table.data;
-const tableBytes = [d.ids, d.prefixes, d.expires, d.usableUntil, d.limits, d.flags, d.nameOffsets, d.names, d.positions].reduce((n, a) => n + a.byteLength, 0);
+const tableBytes = [d.ids, d.prefixes, d.expires, d.usableUntil, d.limitClass, d.classLimits, d.flags, d.nameOffsets, d.names, d.positions].reduce((n, a) => n + a.byteLength, 0);
 const limiter = new MemoryLimiter();
 t0 = performance.now();
 limiter.reserve(CROWD);

@@ -137,8 +137,15 @@ export interface KeysData {
   usableUntil: Float64Array;
   /** Every key has the limits of position 0 (the common case: the limits are not read per request). */
   sameLimits: boolean;
-  /** perWindow, windowS, daily, subnets of each key; NO_LIMIT for null. */
-  limits: Float64Array;
+  /**
+   * The class of each key's limits: keys with the same four numbers share
+   * one, and a file has few. A request reads two bytes of a small array for
+   * its key, where four numbers a key spread over far more memory than the
+   * processor's caches hold for a crowd of keys.
+   */
+  limitClass: Uint16Array | Uint32Array;
+  /** perWindow, windowS, daily, subnets of each class; NO_LIMIT for null. */
+  classLimits: Float64Array;
   flags: Uint8Array;
   /** Each key's name as UTF-8 in `names`, from offsets[p] to offsets[p + 1]; empty for none. */
   nameOffsets: Uint32Array;
@@ -256,6 +263,7 @@ export class KeysBuilder {
   /** The keys in the digests' order; throws for the first entry, in the file's order, that repeats a key or has no date. */
   finish(): KeysData {
     const n = this.n;
+    const classes = this.limitClasses();
     const order = this.sorted();
     let repeat = n;
     for (let p = 1; p < n; p++) {
@@ -272,8 +280,9 @@ export class KeysBuilder {
       prefixes: shared(Uint32Array, n),
       expires: shared(Float64Array, n),
       usableUntil: shared(Float64Array, n),
-      sameLimits: true,
-      limits: shared(Float64Array, n * 4),
+      sameLimits: classes.count <= 1,
+      limitClass: classes.count <= 0x10000 ? shared(Uint16Array, n) : shared(Uint32Array, n),
+      classLimits: shared(Float64Array, classes.count * 4),
       flags: shared(Uint8Array, n),
       nameOffsets: shared(Uint32Array, n + 1),
       names: shared(Uint8Array, this.nameBytes),
@@ -281,7 +290,8 @@ export class KeysBuilder {
       plainKeys: this.plain,
     };
     // Locals: the loop runs once per key.
-    const { ids, prefixes, expires, usableUntil, limits, flags, nameOffsets, names, positions } = d;
+    const { ids, prefixes, expires, usableUntil, limitClass, flags, nameOffsets, names, positions } = d;
+    d.classLimits.set(classes.limits);
     const from32 = new Int32Array(this.digests.buffer, 0, n * 8);
     const to32 = new Int32Array(ids.buffer, 0, n * 8);
     const view = new DataView(this.digests.buffer);
@@ -297,17 +307,39 @@ export class KeysBuilder {
       expires[p] = at;
       flags[p] = this.flags[i];
       usableUntil[p] = this.flags[i] === DISABLED ? -Infinity : Number.isNaN(at) ? Infinity : at;
-      for (let k = 0; k < 4; k++) {
-        const l = this.limits[i * 4 + k];
-        limits[p * 4 + k] = l;
-        if (l !== limits[k]) d.sameLimits = false;
-      }
+      limitClass[p] = classes.of[i];
       nameOffsets[p] = offset;
       const start = i === 0 ? 0 : ends[i - 1];
       for (let b = start; b < ends[i]; b++) names[offset++] = this.names[b];
     }
     d.nameOffsets[n] = offset;
     return d;
+  }
+
+  /** The class of each entry's limits, in the file's order, and the four numbers of each class. */
+  private limitClasses(): { of: Uint32Array; count: number; limits: number[] } {
+    const n = this.n;
+    const of = new Uint32Array(n);
+    const limits: number[] = [];
+    const byValue = new Map<string, number>();
+    let last = -1;
+    for (let i = 0; i < n; i++) {
+      this.slices.tick();
+      const l = this.limits;
+      // Most entries have the limits of the one before: a Map lookup only where they differ.
+      if (last >= 0 && l[i * 4] === limits[last * 4] && l[i * 4 + 1] === limits[last * 4 + 1] && l[i * 4 + 2] === limits[last * 4 + 2] && l[i * 4 + 3] === limits[last * 4 + 3]) {
+        of[i] = last;
+        continue;
+      }
+      const k = `${l[i * 4]},${l[i * 4 + 1]},${l[i * 4 + 2]},${l[i * 4 + 3]}`;
+      let c = byValue.get(k);
+      if (c === undefined) {
+        byValue.set(k, (c = limits.length / 4));
+        limits.push(l[i * 4], l[i * 4 + 1], l[i * 4 + 2], l[i * 4 + 3]);
+      }
+      of[i] = last = c;
+    }
+    return { of, count: limits.length / 4, limits };
   }
 
   /**
@@ -423,7 +455,8 @@ export class KeyTable {
   /** The digests as 32-bit words, 8 a key. */
   private readonly words: Int32Array;
   private longest: number | null = null;
-  private lastLimits: Limits | null = null;
+  /** The limits of each class (KeysData.limitClass) asked for so far. */
+  private readonly classes: Limits[] = [];
   private lastEntry: TableEntry | null = null;
 
   /** `data`: what the keys thread made (access/keys-worker.ts), also handed to serving threads. */
@@ -454,7 +487,8 @@ export class KeyTable {
   get longestWindowS(): number {
     if (this.longest === null) {
       let most = 0;
-      for (let p = 0; p < this.data.count; p++) if (this.data.limits[p * 4 + 1] > most) most = this.data.limits[p * 4 + 1];
+      const l = this.data.classLimits;
+      for (let c = 0; c < l.length; c += 4) if (l[c + 1] > most) most = l[c + 1];
       this.longest = most;
     }
     return this.longest;
@@ -548,15 +582,14 @@ export class KeyTable {
     return -1;
   }
 
-  /** The limits at position `p`: the object of the entry made before when they are the same (most keys have the same limits). */
-  private limitsAt(position: number): Limits {
-    if (this.lastLimits !== null && this.data.sameLimits) return this.lastLimits;
-    const p = position;
-    const l = this.data.limits;
-    const n = (k: number): number | null => (l[p * 4 + k] === NO_LIMIT ? null : l[p * 4 + k]);
-    const last = this.lastLimits;
-    if (last !== null && last.perWindow === n(0) && last.windowS === n(1) && last.daily === n(2) && last.subnets === n(3)) return last;
-    return (this.lastLimits = sharedLimits(n(0), n(1), n(2), n(3)));
+  /** The limits at position `p`: one object per class of limits, made when first asked for. */
+  private limitsAt(p: number): Limits {
+    const c = this.data.sameLimits ? 0 : this.data.limitClass[p];
+    const made = this.classes[c];
+    if (made !== undefined) return made;
+    const l = this.data.classLimits;
+    const n = (k: number): number | null => (l[c * 4 + k] === NO_LIMIT ? null : l[c * 4 + k]);
+    return (this.classes[c] = sharedLimits(n(0), n(1), n(2), n(3)));
   }
 
   /**

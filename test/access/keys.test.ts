@@ -62,6 +62,26 @@ file('every digest is found however far its prefix falls from its share of the k
   assert.is(one.find('other', Date.parse('2026-11-22T00:00:00Z')), null);
 });
 
+file('each key keeps its own limits, however many different ones a file gives', () => {
+  const now = Date.parse('2026-11-22T00:00:00Z');
+  // The common shapes: all the same; two kinds interleaved.
+  const same = parse({ keys: Array.from({ length: 50 }, (_, i) => ({ key: `s${i}` })) });
+  assert.ok(same.data.sameLimits);
+  assert.equal(same.find('s49', now)?.limits, DEFAULT_LIMITS);
+  const two = parse({ keys: Array.from({ length: 50 }, (_, i) => ({ key: `t${i}`, ...(i % 2 ? { limits: { per_window: null, window_s: 60 } } : {}) })) });
+  assert.not.ok(two.data.sameLimits);
+  assert.is(two.data.classLimits.length, 8);
+  for (let i = 0; i < 50; i++) assert.is(two.find(`t${i}`, now)?.limits.perWindow, i % 2 ? null : 2, `t${i}`);
+  assert.is(two.longestWindowS, 60);
+  // More classes than two bytes can number: every key its own daily limit.
+  const n = 70_000;
+  const many = parse({ keys: Array.from({ length: n }, (_, i) => ({ key: `m${i}`, limits: { daily: i + 1 } })) });
+  assert.ok(many.data.limitClass instanceof Uint32Array);
+  for (const i of [0, 1, 65_535, 65_536, 65_537, n - 1]) assert.is(many.find(`m${i}`, now)?.limits.daily, i + 1, `m${i}`);
+  assert.ok(two.find('t1', now)!.limits === two.find('t3', now)!.limits, 'one object per class');
+  assert.ok(two.find('t0', now)!.limits !== two.find('t3', now)!.limits);
+});
+
 file('plain and sha256 entries, defaults, null limits, disabled and expiry', () => {
   const t = parse({
     keys: [
@@ -113,7 +133,7 @@ file('read on its thread, a keys table arrives in shared memory: a serving threa
   const path = join(tempDir(), 'keys.json');
   writeFileSync(path, JSON.stringify({ keys: Array.from({ length: 300 }, (_, i) => ({ key: `key-${i}`, name: `name ${i}`, limits: { daily: i + 1 } })) }));
   const { data } = await readKeysOffThread(path);
-  const arrays = [data.ids, data.expires, data.limits, data.flags, data.nameOffsets, data.names, data.positions];
+  const arrays = [data.ids, data.expires, data.limitClass, data.classLimits, data.flags, data.nameOffsets, data.names, data.positions];
   assert.ok(arrays.every((a) => a.buffer instanceof SharedArrayBuffer), 'every array in shared memory');
   assert.is(new KeyTable(data).find('key-7', Date.now())?.limits.daily, 8);
   // A message carries it as it carries it to a serving thread: a change seen through one is seen through the other.
@@ -123,8 +143,8 @@ file('read on its thread, a keys table arrives in shared memory: a serving threa
     port1.postMessage(data);
   });
   port1.close();
-  handed.limits[0] = 12345;
-  assert.is(data.limits[0], 12345);
+  handed.classLimits[0] = 12345;
+  assert.is(data.classLimits[0], 12345);
 });
 
 file('invalid files are rejected with a message naming the entry', () => {
