@@ -2,7 +2,10 @@
  * Presented keys already hashed to a position of a key table, so that a
  * key's next request is a lookup, not a SHA-256 and a search
  * (docs/design.md, A key at a lookup's cost, compact). An open-addressing
- * table of slots, and the keys' characters in an arena of fixed chunks. A
+ * table of slots, sized for the table's keys at 3/4 full, and the keys'
+ * characters in an arena of fixed chunks, a byte each (a key with a
+ * character beyond Latin-1 is not remembered: like one too long, it is
+ * found by its hash at each request; keys are tokens of ASCII). A
  * slot holds what a request of the key reads: the string's hash, the
  * key's position, where its characters are kept and their count, until
  * when it may be used, and a hint of where the limiter keeps its usage
@@ -25,8 +28,8 @@ const LENGTH = 3;
 export const HINT = 4;
 /** The 64-bit word of a slot that says until when its key may be used. */
 const USABLE_UNTIL = 3;
-/** Characters per arena chunk: a key's characters never span two. */
-const CHUNK = 1 << 15;
+/** Bytes (characters) per arena chunk: a key's characters never span two. */
+const CHUNK = 1 << 16;
 /** A key longer than this is not remembered: it is hashed again at each request (no client presents one). */
 export const LONGEST_REMEMBERED = 512;
 
@@ -37,30 +40,37 @@ function hashOf(s: string): number {
   return h | 0;
 }
 
+/** Whether every character of `s` is one byte in the arena: keys are tokens of ASCII. */
+function latin1(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0xff) return false;
+  return true;
+}
+
 export class KnownKeys {
   /** The slots, as 32-bit words: a remembered key's slot is where its words begin. */
   readonly slots: Int32Array;
   private readonly f64: Float64Array;
-  private readonly mask: number;
-  private readonly chunks: Uint16Array[] = [];
+  /** How many slots there are: not a power of two, which would take up to twice the memory a table of 3/4 full needs. */
+  private readonly size: number;
+  private readonly chunks: Uint8Array[] = [];
   /** Where the next key's characters go: chunk * CHUNK + index. */
   private next = 0;
   private count = 0;
 
   /** `capacity`: how many keys may be remembered (the table's size); at most 3/4 of the slots are ever used. */
   constructor(private readonly capacity: number) {
-    let n = 8;
-    while (n * 3 < capacity * 4) n *= 2;
+    const n = Math.max(8, Math.ceil((capacity * 4) / 3) + 1);
     this.slots = new Int32Array(n * SLOT);
     this.f64 = new Float64Array(this.slots.buffer);
-    this.mask = n - 1;
+    this.size = n;
   }
 
   /** The slot of `key`, or -1 when it is not remembered. */
   slotOf(key: string): number {
     const h = hashOf(key);
     const slots = this.slots;
-    for (let i = h & this.mask; ; i = (i + 1) & this.mask) {
+    const size = this.size;
+    for (let i = (h >>> 0) % size; ; i = i + 1 === size ? 0 : i + 1) {
       const at = i * SLOT;
       if (slots[at + POSITION] === 0) return -1;
       if (slots[at + HASH] === h && slots[at + LENGTH] === key.length && this.same(key, slots[at + OFFSET])) return at;
@@ -82,13 +92,14 @@ export class KnownKeys {
    * -1 for a key too long, or one more than the table's size.
    */
   set(key: string, position: number, usableUntil: number): number {
-    if (key.length > LONGEST_REMEMBERED || this.count >= this.capacity) return -1;
+    if (key.length > LONGEST_REMEMBERED || this.count >= this.capacity || !latin1(key)) return -1;
     const found = this.slotOf(key);
     if (found >= 0) return found;
     const slots = this.slots;
     const h = hashOf(key);
-    let i = h & this.mask;
-    while (slots[i * SLOT + POSITION] !== 0) i = (i + 1) & this.mask;
+    const size = this.size;
+    let i = (h >>> 0) % size;
+    while (slots[i * SLOT + POSITION] !== 0) i = i + 1 === size ? 0 : i + 1;
     const at = i * SLOT;
     slots[at + HASH] = h;
     slots[at + OFFSET] = this.place(key);
@@ -107,7 +118,7 @@ export class KnownKeys {
       chunk++;
       index = 0;
     }
-    if (chunk === this.chunks.length) this.chunks.push(new Uint16Array(CHUNK));
+    if (chunk === this.chunks.length) this.chunks.push(new Uint8Array(CHUNK));
     const into = this.chunks[chunk];
     for (let k = 0; k < key.length; k++) into[index + k] = key.charCodeAt(k);
     const offset = chunk * CHUNK + index;

@@ -57,6 +57,8 @@ file('every digest is found however far its prefix falls from its share of the k
   for (const p of [1, 2, 0xfffffffd, 0xfffffffe, 0x7fffffff, 0x80000001, 0x12345678, 0xbfffffff]) assert.is(t.get(hex(p) + tail(0)), undefined, hex(p));
   assert.is(t.get(hex(0x80000000) + '0'.repeat(56)), undefined, 'the run of equal prefixes, another digest');
   assert.is(t.get('0'.repeat(64) + '0'), undefined, 'not 64 hex digits');
+  const wide = parse({ keys: [{ key: 'ключ-🔑', name: 'wide' }, { key: 'plain' }] });
+  for (let i = 0; i < 3; i++) assert.is(wide.find('ключ-🔑', Date.parse('2026-11-22T00:00:00Z'))?.label, 'wide', 'found by its hash each time');
   const one = parse({ keys: [{ key: 'only' }] });
   assert.is(one.find('only', Date.parse('2026-11-22T00:00:00Z'))?.id, sha256Hex('only'));
   assert.is(one.find('other', Date.parse('2026-11-22T00:00:00Z')), null);

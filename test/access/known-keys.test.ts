@@ -31,12 +31,25 @@ test('keys whose hashes collide are told apart by their characters', () => {
   assert.is(positionOf(known, 'AB'), -1);
 });
 
-test('characters beyond Latin-1 and keys across arena chunks are kept exactly', () => {
+test('keys across arena chunks and Latin-1 characters are kept exactly; a key beyond Latin-1 is not remembered', () => {
   const known = new KnownKeys(5000);
-  const long = 'k'.repeat(LONGEST_REMEMBERED);
-  for (let i = 0; i < 4000; i++) known.set(`${long.slice(0, 100 + (i % 300))}-${i}-ключ-🔑`, i, Infinity);
-  for (let i = 0; i < 4000; i++) assert.is(positionOf(known, `${long.slice(0, 100 + (i % 300))}-${i}-ключ-🔑`), i);
-  assert.is(positionOf(known, `${long.slice(0, 100)}-0-ключ-🔐`), -1);
+  const long = 'k'.repeat(LONGEST_REMEMBERED - 20);
+  for (let i = 0; i < 4000; i++) known.set(`${long.slice(0, 100 + (i % 300))}-${i}-clé-ÿ`, i, Infinity);
+  for (let i = 0; i < 4000; i++) assert.is(positionOf(known, `${long.slice(0, 100 + (i % 300))}-${i}-clé-ÿ`), i);
+  assert.is(positionOf(known, `${long.slice(0, 100)}-0-clé-þ`), -1);
+  assert.is(known.set('ключ-🔑', 4001, Infinity), -1);
+  assert.is(positionOf(known, 'ключ-🔑'), -1);
+  assert.is(positionOf(known, 'ключ-🔐'), -1);
+});
+
+test('a table sized for any number of keys holds them all and finds each', () => {
+  for (const capacity of [1, 5, 6, 7, 100, 3001]) {
+    const known = new KnownKeys(capacity);
+    for (let i = 0; i < capacity; i++) assert.ok(known.set(`k${i}`, i, Infinity) >= 0, `${capacity}: k${i}`);
+    for (let i = 0; i < capacity; i++) assert.is(positionOf(known, `k${i}`), i);
+    assert.is(known.set('one more', capacity, Infinity), -1);
+    assert.is(positionOf(known, `k${capacity}`), -1);
+  }
 });
 
 test('a key too long, or past the table size, is not remembered; one set again keeps its first position', () => {
