@@ -322,10 +322,10 @@ export class KeysBuilder {
     const of = new Uint32Array(n);
     const limits: number[] = [];
     const byValue = new Map<string, number>();
+    const l = this.limits;
     let last = -1;
     for (let i = 0; i < n; i++) {
       this.slices.tick();
-      const l = this.limits;
       // Most entries have the limits of the one before: a Map lookup only where they differ.
       if (last >= 0 && l[i * 4] === limits[last * 4] && l[i * 4 + 1] === limits[last * 4 + 1] && l[i * 4 + 2] === limits[last * 4 + 2] && l[i * 4 + 3] === limits[last * 4 + 3]) {
         of[i] = last;
@@ -513,7 +513,7 @@ export class KeyTable {
       const p = this.positionOf(hash('sha256', presented, 'binary'));
       if (p < 0) return null;
       slot = known.set(presented, p, this.data.usableUntil[p]);
-      // Not remembered (a key too long): found by its hash each time.
+      // Not remembered (a key too long, or with a character beyond Latin-1): found by its hash each time.
       if (slot < 0) return nowMs >= this.data.usableUntil[p] ? null : this.entryAt(p);
     }
     if (nowMs >= known.usableUntilAt(slot)) return null;
